@@ -1,0 +1,61 @@
+/**
+ * Read-model moves of an action, each with its spark settlement in the same transaction. Activities run at least
+ * once, so every move is a conditional update: repeating it changes nothing.
+ */
+import { settleHold } from '../src/domain/billing';
+import { sqlRow } from '../src/db/sql';
+import type { ActivityDeps } from './deps';
+
+export type StartOutcome = 'started' | 'cancelled';
+export type CompleteOutcome = 'completed' | 'cancelled';
+
+export function createActionLifecycleActivities({ db }: ActivityDeps) {
+  return {
+    /** pending -> processing. Answers `cancelled` when the action was cancelled before work began. */
+    async startProcessing(actionId: number): Promise<StartOutcome> {
+      return db.transaction(async (m) => {
+        const moved = await sqlRow(m,
+          `UPDATE actions SET status = 'processing', started_at = now(), updated_at = now()
+            WHERE id = $1 AND status = 'pending' RETURNING card_id`, [actionId]);
+        if (moved) {
+          await m.query(`UPDATE cards SET status = 'processing', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [moved.card_id]);
+          return 'started';
+        }
+        const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
+        if (!current) throw new Error(`action ${actionId} not found`);
+        return current.status === 'cancelled' ? 'cancelled' : 'started';
+      });
+    },
+
+    /** Charges the hold and marks the action completed, atomically; the card's active version moves to it. */
+    async completeAction(actionId: number, assetPath: string): Promise<CompleteOutcome> {
+      return db.transaction(async (m) => {
+        const settled = await settleHold(m, actionId, 'charged');
+        if (settled === 'released') return 'cancelled';
+        const done = await sqlRow(m,
+          `UPDATE actions SET status = 'completed', asset_path = $2, completed_at = now(), updated_at = now()
+            WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id`, [actionId, assetPath]);
+        if (done) {
+          await m.query(
+            `UPDATE cards SET status = 'completed', updated_at = now(),
+                    active_action_id = GREATEST(COALESCE(active_action_id, 0), $2)
+              WHERE id = $1`, [done.card_id, actionId]);
+        }
+        return 'completed';
+      });
+    },
+
+    /** Releases the hold and marks the action failed with a message the integrator may read. */
+    async failAction(actionId: number, errorMessage: string): Promise<void> {
+      await db.transaction(async (m) => {
+        await settleHold(m, actionId, 'released');
+        const failed = await sqlRow(m,
+          `UPDATE actions SET status = 'failed', error_message = $2, completed_at = now(), updated_at = now()
+            WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id`, [actionId, errorMessage]);
+        if (failed) {
+          await m.query(`UPDATE cards SET status = 'failed', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [failed.card_id]);
+        }
+      });
+    },
+  };
+}

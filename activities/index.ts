@@ -1,0 +1,15 @@
+import { createActionLifecycleActivities } from './action-lifecycle';
+import type { ActivityDeps } from './deps';
+import { createGenerateAssetActivities } from './generate-asset';
+
+export type { ActivityDeps } from './deps';
+
+/** Every activity the worker registers, built from its dependencies. */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createActionLifecycleActivities(deps),
+    ...createGenerateAssetActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

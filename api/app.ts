@@ -1,0 +1,77 @@
+/**
+ * The Koa application: request id, errors, body, then the route groups. Each group is one router; the v1 and
+ * v2 groups sit behind the API key and the rate limit.
+ */
+import Koa, { Middleware } from 'koa';
+import Router from '@koa/router';
+import { serveAssets } from './assets';
+import { authenticate } from './middleware/auth';
+import { errorHandler } from './middleware/error-handler';
+import { jsonBody } from './middleware/json-body';
+import { rateLimit } from './middleware/rate-limit';
+import { requestId } from './middleware/request-id';
+import { buildOpenApiDocument } from './openapi';
+import type { Route, RouteGroup } from './route';
+import { generateRoutes, V1_PREFIX } from './routes/generate';
+import { healthRoutes } from './routes/health';
+import { infoRoutes } from './routes/info';
+import { statusRoutes } from './routes/status';
+import type { ApiServices } from './services';
+import { compileValidator } from './validation';
+
+export const V2_PREFIX = '/api/v2';
+/** Five 15 MB images in base64 plus the other fields. */
+const BODY_LIMIT_BYTES = 5 * Math.ceil((15 * 1024 * 1024 * 4) / 3) + 1024 * 1024;
+
+export function routeGroups(services: ApiServices): RouteGroup[] {
+  return [
+    { prefix: '', authenticated: false, routes: healthRoutes(services) },
+    {
+      prefix: V1_PREFIX,
+      authenticated: true,
+      routes: [...infoRoutes(services), ...generateRoutes(services), ...statusRoutes(services)],
+    },
+    { prefix: V2_PREFIX, authenticated: true, routes: [] },
+  ];
+}
+
+function toKoaPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
+}
+
+function handler(route: Route): Middleware {
+  const validateParams = route.params ? compileValidator('path', route.params) : undefined;
+  const validateQuery = route.query ? compileValidator('query', route.query) : undefined;
+  const validateBody = route.body ? compileValidator('body', route.body) : undefined;
+  return async (ctx) => {
+    const params = validateParams ? validateParams({ ...(ctx as unknown as { params: object }).params }) : {};
+    const query = validateQuery ? validateQuery({ ...ctx.query }) : {};
+    const body = validateBody ? validateBody((ctx.request as { body?: unknown }).body) : undefined;
+    await route.handle(ctx, { params, query, body });
+  };
+}
+
+export function createApp(services: ApiServices): Koa {
+  const app = new Koa({ proxy: true });
+  const groups = routeGroups(services);
+  const openapi = buildOpenApiDocument(groups, services.config.publicBaseUrl);
+
+  app.use(requestId());
+  app.use(errorHandler());
+  app.use(serveAssets(services));
+  app.use(jsonBody(BODY_LIMIT_BYTES));
+
+  const root = new Router();
+  root.get('/openapi.json', (ctx) => {
+    ctx.body = openapi;
+  });
+  for (const group of groups) {
+    const router = new Router(group.prefix ? { prefix: group.prefix } : {});
+    if (group.authenticated) router.use(authenticate(services), rateLimit(services));
+    for (const route of group.routes) router[route.method](toKoaPath(route.path), handler(route));
+    root.use(router.routes(), router.allowedMethods({ throw: true }));
+  }
+  app.use(root.routes());
+  app.use(root.allowedMethods({ throw: true }));
+  return app;
+}

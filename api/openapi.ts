@@ -1,0 +1,101 @@
+/**
+ * The OpenAPI 3.1 document, generated from the route descriptions and the very schemas AJV enforces.
+ */
+import type { JsonSchema, Route, RouteGroup } from './route';
+import { SHARED_SCHEMAS } from './schemas/shared';
+
+/** Rewrites AJV-style `{$ref: 'Name'}` into `#/components/schemas/Name` and drops `$id`. */
+function publish(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(publish);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === '$id') continue;
+    out[key] = key === '$ref' && typeof value === 'string' && !value.startsWith('#') ? `#/components/schemas/${value}` : publish(value);
+  }
+  return out;
+}
+
+function parameters(where: 'path' | 'query', schema: JsonSchema | undefined) {
+  if (!schema) return [];
+  const required = new Set((schema.required as string[] | undefined) ?? []);
+  return Object.entries((schema.properties as Record<string, JsonSchema>) ?? {}).map(([name, property]) => ({
+    name, in: where, required: where === 'path' || required.has(name), schema: publish(property),
+    ...(property.description ? { description: property.description } : {}),
+  }));
+}
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': { description: 'Requests allowed per minute for this key', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the current window', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'When the window resets (epoch seconds)', schema: { type: 'integer' } },
+};
+
+function operation(route: Route, group: RouteGroup) {
+  const responses: Record<string, unknown> = {};
+  for (const [status, response] of Object.entries(route.responses)) {
+    responses[status] = {
+      description: response.description,
+      ...(response.headers || group.authenticated ? { headers: { ...(group.authenticated ? RATE_LIMIT_HEADERS : {}), ...response.headers } } : {}),
+      ...(response.schema ? { content: { 'application/json': { schema: publish(response.schema) } } } : {}),
+    };
+  }
+  if (route.params || route.body) responses['400'] ??= errorResponse('Invalid data or format');
+  if (group.authenticated) {
+    responses['401'] = errorResponse('Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`)');
+    if (route.params) {
+      responses['403'] ??= errorResponse('The resource belongs to another account');
+      responses['404'] ??= errorResponse('Not found');
+    }
+    responses['429'] = {
+      ...errorResponse('Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at)'),
+      headers: { ...RATE_LIMIT_HEADERS, 'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } } },
+    };
+  }
+  if (route.params || route.query || route.body) {
+    responses['422'] = { description: 'Validation failed', content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidationError' } } } };
+  }
+  responses['500'] = { description: 'Unexpected failure', content: { 'application/json': { schema: { $ref: '#/components/schemas/InternalError' } } } };
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    tags: [route.tag],
+    ...(group.authenticated ? {} : { security: [] }),
+    parameters: [
+      ...parameters('path', route.params),
+      ...parameters('query', route.query),
+      ...(route.headers ?? []).map((h) => ({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema })),
+    ],
+    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: publish(route.body) } } } } : {}),
+    responses,
+  };
+}
+
+export function buildOpenApiDocument(groups: RouteGroup[], serverUrl: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const group of groups) {
+    for (const route of group.routes) {
+      const path = `${group.prefix}${route.path}`;
+      (paths[path] ??= {})[route.method] = operation(route, group);
+    }
+  }
+  const tags = [...new Set(groups.flatMap((g) => g.routes.map((r) => r.tag)))].map((name) => ({ name }));
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Product Imagery Generation Service',
+      version: '1.0.0',
+      description: 'Product photos, marketing cards and videos from product photos. v1 under /api/v1/public, v2 jobs under /api/v2.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: serverUrl }],
+    security: [{ bearerAuth: [] }],
+    tags,
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key `ak_...`' } },
+      schemas: Object.fromEntries(Object.entries(SHARED_SCHEMAS).map(([name, schema]) => [name, publish(schema)])),
+    },
+  };
+}

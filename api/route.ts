@@ -1,0 +1,36 @@
+import type { Context } from 'koa';
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface RouteResponse {
+  description: string;
+  schema?: JsonSchema;
+  headers?: Record<string, { description: string; schema: JsonSchema }>;
+}
+
+/**
+ * One endpoint, described once: the router registers it with its validators, and the OpenAPI document is
+ * generated from the same description, so the document cannot drift from what AJV enforces.
+ */
+export interface Route {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** OpenAPI-style path relative to the version prefix, e.g. `/status/{action_id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  params?: JsonSchema;
+  query?: JsonSchema;
+  body?: JsonSchema;
+  /** Request headers the handler reads (documented only). */
+  headers?: { name: string; description: string; schema: JsonSchema }[];
+  responses: Record<number, RouteResponse>;
+  handle(ctx: Context, input: { body: any; query: any; params: any }): Promise<void>;
+}
+
+export interface RouteGroup {
+  prefix: string;
+  /** Whether the group sits behind the API-key middleware (and the rate limit). */
+  authenticated: boolean;
+  routes: Route[];
+}

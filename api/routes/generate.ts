@@ -1,0 +1,138 @@
+/**
+ * POST /generate/photo: validate, detect what is missing, then in one transaction place the card, record the
+ * pending action and hold its price; after commit, start the action's workflow.
+ */
+import { createHash } from 'node:crypto';
+import { log } from '../../src/log';
+import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
+import { holdSparks, InsufficientSparks, settleHold } from '../../src/domain/billing';
+import { photoPrice, readPriceList } from '../../src/domain/pricing';
+import { sqlRow } from '../../src/db/sql';
+import { startActionWorkflow } from '../../src/temporal/start-action';
+import type { ActionProduct, ActionType } from '../../src/db/entities/action';
+import { badRequest, generationUnavailable, insufficientTokens } from '../errors';
+import { resolveProject } from '../grouping';
+import { CheckedImage, readImageInput } from '../images';
+import { resolveLocale } from '../locale';
+import type { Route } from '../route';
+import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
+import { ref } from '../schemas/shared';
+import type { ApiServices, Caller } from '../services';
+
+export const V1_PREFIX = '/api/v1/public';
+
+const EXTENSIONS: Record<CheckedImage['format'], string> = { jpeg: 'jpg', png: 'png', webp: 'webp', heic: 'heic' };
+
+/** Stores request images content-addressed, so a retried request or a duplicate image costs one file. */
+async function storeInputs({ store }: ApiServices, images: CheckedImage[]): Promise<string[]> {
+  return Promise.all(images.map(async (image) => {
+    const key = `inputs/${createHash('sha256').update(image.bytes).digest('hex')}.${EXTENSIONS[image.format]}`;
+    await store.put(key, image.bytes);
+    return key;
+  }));
+}
+
+interface NewAction {
+  caller: Caller;
+  type: ActionType;
+  product: ActionProduct;
+  price: number;
+  aspectRatio: string;
+  projectId?: number;
+  projectHints: Parameters<typeof resolveProject>[3];
+  params: Record<string, unknown>;
+  clientGroupId?: string;
+  webhookUrl?: string;
+}
+
+/** The shared tail of every v1 generation: record and hold in one transaction, then start the workflow. */
+export async function submitAction(services: ApiServices, spec: NewAction) {
+  const { db, temporal, config } = services;
+  const placed = await db.transaction(async (m) => {
+    const projectId = await resolveProject(m, spec.caller, spec.projectId, spec.projectHints);
+    const card = await sqlRow(m,
+      `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
+      [spec.caller.accountId, projectId, spec.product === 'video' ? 'video' : 'photo', spec.aspectRatio]);
+    const action = await sqlRow(m,
+      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, depth, price, params, client_group_id, webhook_url)
+       VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $7, $8, $9) RETURNING id`,
+      [spec.caller.accountId, projectId, card!.id, spec.type, spec.product, spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null]);
+    try {
+      await holdSparks(m, spec.caller.accountId, action!.id, spec.price);
+    } catch (err) {
+      if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
+      throw err;
+    }
+    return { actionId: action!.id as number, projectId, cardId: card!.id as number };
+  });
+
+  try {
+    await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type });
+  } catch (err) {
+    // Temporal is unreachable: undo the hold and close the action, so nothing stays pending or reserved.
+    log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });
+    await db.transaction(async (m) => {
+      await settleHold(m, placed.actionId, 'released');
+      await m.query(
+        `UPDATE actions SET status = 'failed', error_message = 'Generation was unavailable', completed_at = now(), updated_at = now()
+          WHERE id = $1 AND status = 'pending'`, [placed.actionId]);
+      await m.query(`UPDATE cards SET status = 'failed', updated_at = now() WHERE id = $1`, [placed.cardId]);
+    });
+    throw generationUnavailable();
+  }
+  return placed;
+}
+
+export function generateRoutes(services: ApiServices): Route[] {
+  const { db, provider } = services;
+  return [
+    {
+      method: 'post', path: '/generate/photo', operationId: 'generatePhoto', tag: 'Generation',
+      summary: 'Generate a styled product photo from 1-5 reference photos (asynchronous)',
+      body: photoRequestSchema,
+      headers: [{ name: 'Idempotency-Key', description: 'Optional; a repeat within 5 minutes returns the first response', schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' } }],
+      responses: { 200: { description: 'Accepted; the action is pending', schema: ref('GenerationResponse') } },
+      async handle(ctx, { body }: { body: PhotoRequest }) {
+        const caller = ctx.state.caller as Caller;
+        const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
+        const images = [];
+        for (const [index, input] of body.images.entries()) images.push(await readImageInput(input, `images[${index}]`));
+
+        let categoryId = body.category_id ?? (body.concept_id ? categoryOfConcept(body.concept_id)?.id : undefined);
+        let productName = body.product_name;
+        const detected: Record<string, string> = {};
+        if (!categoryId || !productName) {
+          const analysis = await provider.analyze(images.map((i) => i.bytes), locale);
+          if (!categoryId) categoryId = detected.category_id = analysis.category_id;
+          if (!productName) productName = detected.product_name = analysis.product_name;
+        }
+        const category = findCategory(categoryId)!;
+        let conceptId = body.concept_id;
+        if (!conceptId) conceptId = detected.concept_id = category.concepts[0].id;
+        else if (!category.concepts.some((c) => c.id === conceptId)) {
+          throw badRequest(`concept_id "${conceptId}" does not belong to category "${categoryId}"`);
+        }
+
+        const price = photoPrice(await readPriceList(db.manager), body.resolution);
+        const inputs = await storeInputs(services, images);
+        const placed = await submitAction(services, {
+          caller, type: 'generate', product: 'photo', price, aspectRatio: body.aspect_ratio, projectId: body.project_id,
+          projectHints: { name: productName, productName, categoryId, conceptId },
+          params: {
+            inputs, productName, categoryId, conceptId, locale,
+            photoStyle: body.photo_style, aspectRatio: body.aspect_ratio, resolution: body.resolution, comment: body.comment,
+          },
+          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
+        });
+        ctx.body = {
+          action_id: placed.actionId,
+          status: 'pending',
+          poll_url: `${V1_PREFIX}/status/${placed.actionId}`,
+          project_id: placed.projectId,
+          card_id: placed.cardId,
+          detected: Object.keys(detected).length > 0 ? { category_id: categoryId, concept_id: conceptId, product_name: productName } : null,
+        };
+      },
+    },
+  ];
+}

@@ -1,0 +1,26 @@
+import type { Client } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../src/config';
+import type { ImageProvider } from '../src/providers/provider';
+import type { AssetStore } from '../src/storage/asset-store';
+import type { UrlSigner } from '../src/storage/signed-urls';
+import type { DefaultGrouping } from '../src/db/entities/api-key';
+
+/** Everything the API's handlers use, built once at start. */
+export interface ApiServices {
+  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl'>;
+  db: DataSource;
+  temporal: Client;
+  store: AssetStore;
+  signer: UrlSigner;
+  /** Used only for the synchronous detection of missing product fields. */
+  provider: ImageProvider;
+}
+
+/** Who is calling: set by the auth middleware on `ctx.state.caller`. */
+export interface Caller {
+  accountId: number;
+  keyId: number;
+  keyName: string;
+  defaultGrouping: DefaultGrouping;
+}

@@ -1,0 +1,4 @@
+import { InitialSchema1732300000000 } from './1732300000000-InitialSchema';
+
+/** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
+export const migrations = [InitialSchema1732300000000];

@@ -1,0 +1,67 @@
+/**
+ * Configuration, read once at start from the environment. Every variable is documented in the README table.
+ */
+import os from 'node:os';
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  publicBaseUrl: string;
+  databaseUrl: string;
+  /** When set, the service connects there and never starts a dev server. */
+  temporalAddress: string | undefined;
+  temporalNamespace: string;
+  taskQueue: string;
+  /** Local working data: Temporal dev-server database, stored assets, the signing secret. */
+  dataDir: string;
+  assetsDir: string;
+  /** Where the `temporal` CLI is built when none is found; outside the clone so it is reused. */
+  toolsDir: string;
+  temporalCliPath: string | undefined;
+  temporalUiPort: number;
+  /** HMAC key for signed asset URLs; when unset a random one is kept in `dataDir`. */
+  assetSigningSecret: string | undefined;
+  rateLimitPerMinute: number;
+  /** Upper bound of one render attempt; also the heartbeat-based liveness check uses it. */
+  providerTimeoutMs: number;
+  /** Durations the local renderer pretends to need, so that cancel and restart can be observed. */
+  localRendererDelayMs: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+function int(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+function str(name: string): string | undefined {
+  const raw = process.env[name];
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+export function loadConfig(overrides: Partial<Config> = {}): Config {
+  const port = int('PORT', 3000);
+  const dataDir = path.resolve(str('DATA_DIR') ?? '.data');
+  const config: Config = {
+    port,
+    publicBaseUrl: (str('PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    databaseUrl: str('DATABASE_URL') ?? 'postgres://postgres@127.0.0.1:5432/imagery',
+    temporalAddress: str('TEMPORAL_ADDRESS'),
+    temporalNamespace: str('TEMPORAL_NAMESPACE') ?? 'default',
+    taskQueue: str('TEMPORAL_TASK_QUEUE') ?? 'imagery',
+    dataDir,
+    assetsDir: path.resolve(str('ASSETS_DIR') ?? path.join(dataDir, 'assets')),
+    toolsDir: path.resolve(str('TOOLS_DIR') ?? path.join(os.homedir(), '.cache', 'product-imagery', 'tools')),
+    temporalCliPath: str('TEMPORAL_CLI_PATH'),
+    temporalUiPort: int('TEMPORAL_UI_PORT', 8233),
+    assetSigningSecret: str('ASSET_SIGNING_SECRET'),
+    rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
+    providerTimeoutMs: int('PROVIDER_TIMEOUT_MS', 120_000),
+    localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 0),
+    logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
+  };
+  return { ...config, ...overrides };
+}

@@ -1,0 +1,60 @@
+import 'reflect-metadata';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { migrations } from '../../migrations';
+import { entities } from './entities';
+
+/** The one TypeORM data source of a process. The schema comes only from migrations/. */
+export function createDataSource(databaseUrl: string, poolSize = 20): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: databaseUrl,
+    entities,
+    migrations,
+    migrationsRun: false,
+    synchronize: false,
+    logging: ['error'],
+    extra: { max: poolSize },
+  });
+}
+
+/** Opens the data source, creating the database first when it does not exist yet. */
+export async function openDatabase(databaseUrl: string, options: { migrate: boolean; poolSize?: number }): Promise<DataSource> {
+  await ensureDatabaseExists(databaseUrl);
+  const dataSource = createDataSource(databaseUrl, options.poolSize);
+  await dataSource.initialize();
+  if (options.migrate) await migrate(dataSource);
+  return dataSource;
+}
+
+export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!name) return;
+  url.pathname = '/postgres';
+  const admin = new Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) {
+      await admin.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04') throw err; // created meanwhile by another process
+      });
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Runs pending migrations under an advisory lock, so processes starting together migrate once. */
+export async function migrate(dataSource: DataSource): Promise<void> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock(7233001)');
+    await dataSource.runMigrations({ transaction: 'each' });
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock(7233001)').catch(() => undefined);
+    await runner.release();
+  }
+}

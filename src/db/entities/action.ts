@@ -1,0 +1,63 @@
+import { Column, Entity } from 'typeorm';
+import { BaseRecord } from './base';
+
+export type ActionType = 'generate' | 'edit' | 'video';
+export type ActionStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
+export type ActionProduct = 'photo' | 'card' | 'video' | 'edit';
+
+/**
+ * One version of a card and the read model of its workflow. The API writes it as `pending` together with the
+ * spark hold; only activities move it afterwards. Index: InitialSchema (account_id, created_at).
+ */
+@Entity('actions')
+export class Action extends BaseRecord {
+  @Column({ name: 'account_id', type: 'integer' })
+  accountId: number;
+
+  @Column({ name: 'project_id', type: 'integer' })
+  projectId: number;
+
+  @Column({ name: 'card_id', type: 'integer' })
+  cardId: number;
+
+  @Column({ type: 'text' })
+  type: ActionType;
+
+  /** What is rendered: the type says which endpoint, the product says which renderer. */
+  @Column({ type: 'text' })
+  product: ActionProduct;
+
+  @Column({ type: 'text' })
+  status: ActionStatus;
+
+  @Column({ type: 'integer' })
+  depth: number;
+
+  @Column({ name: 'parent_action_id', type: 'integer', nullable: true })
+  parentActionId: number | null;
+
+  @Column({ type: 'integer' })
+  price: number;
+
+  /** The validated request with detected values filled in and images replaced by stored input keys. */
+  @Column({ type: 'jsonb' })
+  params: Record<string, unknown>;
+
+  @Column({ name: 'asset_path', type: 'text', nullable: true })
+  assetPath: string | null;
+
+  @Column({ name: 'error_message', type: 'text', nullable: true })
+  errorMessage: string | null;
+
+  @Column({ name: 'client_group_id', type: 'text', nullable: true })
+  clientGroupId: string | null;
+
+  @Column({ name: 'webhook_url', type: 'text', nullable: true })
+  webhookUrl: string | null;
+
+  @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
+  startedAt: Date | null;
+
+  @Column({ name: 'completed_at', type: 'timestamptz', nullable: true })
+  completedAt: Date | null;
+}

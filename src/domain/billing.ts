@@ -1,0 +1,87 @@
+/**
+ * Sparks: holds, charges, releases and grants. Each is one conditional statement pair inside the caller's
+ * transaction, so it happens exactly once whatever retries or duplicates occur:
+ * - a hold is a row unique per action, and `accounts.held` grows only if `balance - held` covers it;
+ * - charge and release move a hold out of `held` once (`WHERE status = 'held'`); the loser of a race sees 0 rows;
+ * - a charge writes one ledger row with a unique reference, and the balance moves with it.
+ */
+import { EntityManager } from 'typeorm';
+import { sqlRow } from '../db/sql';
+
+export class InsufficientSparks extends Error {
+  constructor(readonly available: number, readonly required: number) {
+    super(`Not enough sparks: ${available} available, ${required} required`);
+  }
+}
+
+export interface BalanceView { balance: number; available: number; holds: number }
+
+export async function readBalance(manager: EntityManager, accountId: number): Promise<BalanceView> {
+  const row = await sqlRow(manager, 'SELECT balance, held FROM accounts WHERE id = $1', [accountId]);
+  if (!row) throw new Error(`account ${accountId} not found`);
+  return { balance: row.balance, holds: row.held, available: row.balance - row.held };
+}
+
+/** Reserves `amount` for `actionId`; throws InsufficientSparks (and changes nothing) when it is not covered. */
+export async function holdSparks(manager: EntityManager, accountId: number, actionId: number, amount: number): Promise<void> {
+  const reserved = await sqlRow(manager,
+    `UPDATE accounts SET held = held + $2, updated_at = now()
+      WHERE id = $1 AND balance - held >= $2
+      RETURNING id`,
+    [accountId, amount],
+  );
+  if (!reserved) {
+    const { available } = await readBalance(manager, accountId);
+    throw new InsufficientSparks(available, amount);
+  }
+  await manager.query(
+    `INSERT INTO spark_holds (account_id, action_id, amount, status) VALUES ($1, $2, $3, 'held')`,
+    [accountId, actionId, amount],
+  );
+}
+
+export type Settlement = 'charged' | 'released';
+
+/**
+ * Settles the hold of an action as `charged` (balance goes down, a ledger row is written) or `released`.
+ * Returns what the hold ended as: settling again is a no-op that reports the first outcome, so a retried activity
+ * never books twice and a late release cannot undo a charge.
+ */
+export async function settleHold(manager: EntityManager, actionId: number, outcome: Settlement): Promise<Settlement> {
+  const hold = await sqlRow(manager,
+    `UPDATE spark_holds SET status = $2, settled_at = now()
+      WHERE action_id = $1 AND status = 'held'
+      RETURNING account_id, amount`,
+    [actionId, outcome],
+  );
+  if (!hold) {
+    const existing = await sqlRow(manager, 'SELECT status FROM spark_holds WHERE action_id = $1', [actionId]);
+    if (!existing) throw new Error(`action ${actionId} has no spark hold`);
+    return existing.status as Settlement;
+  }
+  if (outcome === 'charged') {
+    await manager.query(
+      `INSERT INTO spark_ledger (account_id, amount, kind, reference, action_id) VALUES ($1, $2, 'charge', $3, $4)`,
+      [hold.account_id, -hold.amount, `charge:action:${actionId}`, actionId],
+    );
+    await manager.query(
+      `UPDATE accounts SET balance = balance - $2, held = held - $2, updated_at = now() WHERE id = $1`,
+      [hold.account_id, hold.amount],
+    );
+  } else {
+    await manager.query(`UPDATE accounts SET held = held - $2, updated_at = now() WHERE id = $1`, [hold.account_id, hold.amount]);
+  }
+  return outcome;
+}
+
+/** Adds sparks to an account. `reference` makes the grant idempotent: the same reference books once. */
+export async function grantSparks(manager: EntityManager, accountId: number, amount: number, reference: string): Promise<boolean> {
+  const inserted = await manager.query(
+    `INSERT INTO spark_ledger (account_id, amount, kind, reference) VALUES ($1, $2, 'grant', $3)
+     ON CONFLICT (reference) DO NOTHING RETURNING id`,
+    [accountId, amount, reference],
+  );
+  if (inserted.length === 0) return false;
+  await manager.query('UPDATE accounts SET balance = balance + $2, updated_at = now() WHERE id = $1', [accountId, amount]);
+  return true;
+}

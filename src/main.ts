@@ -1,0 +1,101 @@
+/**
+ * Process entry: `all` (API and worker in one process, the default of `npm start`), `api` or `worker`.
+ * Provisions what is missing (database, migrations, the Temporal dev server), runs, and drains on SIGTERM.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import type { Worker } from '@temporalio/worker';
+import { createApp } from '../api/app';
+import { loadConfig } from './config';
+import { openDatabase } from './db/data-source';
+import { log } from './log';
+import { LocalRenderer } from './providers/local-renderer';
+import { FileAssetStore } from './storage/asset-store';
+import { loadSigningSecret, UrlSigner } from './storage/signed-urls';
+import { connectClient } from './temporal/client';
+import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
+import { recoverPendingActions } from './temporal/recover-pending';
+import { createWorker } from './temporal/worker';
+
+type Mode = 'all' | 'api' | 'worker';
+const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+
+async function resolveTemporal(config: ReturnType<typeof loadConfig>, mode: Mode): Promise<{ address: string; devServer?: DevServer }> {
+  if (config.temporalAddress) return { address: config.temporalAddress };
+  if (await temporalAnswers(DEFAULT_TEMPORAL_ADDRESS)) return { address: DEFAULT_TEMPORAL_ADDRESS };
+  if (mode !== 'all') {
+    throw new Error(`no Temporal server answers at ${DEFAULT_TEMPORAL_ADDRESS}; start one (npm start does) or set TEMPORAL_ADDRESS`);
+  }
+  const devServer = await startDevServer({
+    cliPath: config.temporalCliPath,
+    toolsDir: config.toolsDir,
+    dbFile: path.join(config.dataDir, 'temporal.sqlite'),
+    port: 7233,
+    uiPort: config.temporalUiPort,
+    logFile: path.join(config.dataDir, 'temporal-dev-server.log'),
+    namespace: config.temporalNamespace,
+  });
+  return { address: devServer.address, devServer };
+}
+
+async function main(mode: Mode): Promise<void> {
+  const config = loadConfig();
+  const { address, devServer } = await resolveTemporal(config, mode);
+  const db = await openDatabase(config.databaseUrl, { migrate: true });
+  const temporal = await connectClient(address, config.temporalNamespace);
+  const store = new FileAssetStore(config.assetsDir);
+  const provider = new LocalRenderer({ delayMs: config.localRendererDelayMs });
+
+  let worker: Worker | undefined;
+  let workerRun: Promise<void> | undefined;
+  if (mode !== 'api') {
+    const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, provider } });
+    worker = created.worker;
+    workerRun = worker.run();
+    void recoverPendingActions(db, temporal, config.taskQueue).catch((err) => log.warn('pending-action recovery failed', { error: String(err) }));
+    log.info('worker running', { taskQueue: config.taskQueue, temporal: address });
+  }
+
+  let server: http.Server | undefined;
+  if (mode !== 'worker') {
+    const signer = new UrlSigner(loadSigningSecret(config.assetSigningSecret, config.dataDir), config.publicBaseUrl);
+    const app = createApp({ config, db, temporal, store, signer, provider });
+    server = http.createServer(app.callback());
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve) => server!.listen(config.port, resolve));
+    log.info('API listening', { url: config.publicBaseUrl, openapi: `${config.publicBaseUrl}/openapi.json` });
+  }
+  if (devServer?.uiUrl) log.info('Temporal Web UI', { url: devServer.uiUrl });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal });
+    const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+    server?.closeIdleConnections();
+    worker?.shutdown();
+    await Promise.allSettled([closing, workerRun]);
+    await temporal.connection.close().catch(() => undefined);
+    await db.destroy().catch(() => undefined);
+    await devServer?.stop();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  workerRun?.catch((err) => {
+    log.error('worker stopped with an error', { error: String(err) });
+    void stop('worker-error');
+  });
+}
+
+const mode = (process.argv[2] ?? 'all') as Mode;
+if (!['all', 'api', 'worker'].includes(mode)) {
+  process.stderr.write('usage: node dist/src/main.js [all|api|worker]\n');
+  process.exit(2);
+}
+main(mode).catch((err) => {
+  log.error('failed to start', { error: (err as Error).stack ?? String(err) });
+  process.exit(1);
+});

@@ -1,0 +1,38 @@
+/**
+ * What the API, the worker and the workflows agree on: workflow ids, search attribute keys and timeout presets.
+ * Pure constants only: workflows import this module too.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const SEARCH_ATTRIBUTES = {
+  accountId: defineSearchAttributeKey('AccountId', SearchAttributeType.INT),
+  actionId: defineSearchAttributeKey('ActionId', SearchAttributeType.INT),
+  actionType: defineSearchAttributeKey('ActionType', SearchAttributeType.KEYWORD),
+  actionStatus: defineSearchAttributeKey('ActionStatus', SearchAttributeType.KEYWORD),
+  jobId: defineSearchAttributeKey('JobId', SearchAttributeType.KEYWORD),
+  jobStatus: defineSearchAttributeKey('JobStatus', SearchAttributeType.KEYWORD),
+  jobPhase: defineSearchAttributeKey('JobPhase', SearchAttributeType.KEYWORD),
+} as const;
+
+/** The `--search-attribute` registrations the dev server needs (Temporal's own type names). */
+export const SEARCH_ATTRIBUTE_REGISTRATIONS: Record<string, 'Int' | 'Keyword'> = Object.fromEntries(
+  Object.values(SEARCH_ATTRIBUTES).map((key) => [key.name, key.type === SearchAttributeType.INT ? 'Int' : 'Keyword']),
+);
+
+export const actionWorkflowId = (actionId: number): string => `action-${actionId}`;
+
+/** Activity option presets, named by the kind of work. */
+export const TIMEOUTS = {
+  /** Short database transactions: read-model moves, holds, charges. */
+  bookkeeping: { startToCloseTimeout: '30 seconds' },
+  /** A provider call: long, heartbeating so that a dead worker is noticed in seconds, not minutes. */
+  provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: '15 seconds' },
+} as const;
+
+/** ApplicationFailure types raised by activities; the permanent ones are never retried. */
+export const FAILURE_TYPES = {
+  providerRefused: 'ProviderRefused',
+  providerUnavailable: 'ProviderUnavailable',
+  invalidInput: 'InvalidInput',
+} as const;
+export const NON_RETRYABLE_FAILURE_TYPES = [FAILURE_TYPES.providerRefused, FAILURE_TYPES.invalidInput];

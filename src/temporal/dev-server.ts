@@ -1,0 +1,146 @@
+/**
+ * The Temporal CLI dev server: found or built, started with file persistence, the Web UI and our search
+ * attributes, and stopped with the process that started it.
+ */
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { accessSync, constants, mkdirSync, openSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Connection } from '@temporalio/client';
+import { log } from '../log';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS } from './contract';
+
+export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+const TEMPORAL_CLI_MODULE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Lookup order: TEMPORAL_CLI_PATH, a `temporal` on PATH, the tools folder. */
+export function findTemporalCli(options: { cliPath?: string; toolsDir: string }): string | undefined {
+  if (options.cliPath) {
+    if (!isExecutable(options.cliPath)) throw new Error(`TEMPORAL_CLI_PATH=${options.cliPath} is not an executable file`);
+    return options.cliPath;
+  }
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const candidate = path.join(dir, 'temporal');
+    if (isExecutable(candidate)) return candidate;
+  }
+  const tool = path.join(options.toolsDir, 'bin', 'temporal');
+  return isExecutable(tool) ? tool : undefined;
+}
+
+/** Finds the CLI or builds the pinned version with `go install` into the tools folder. */
+export async function ensureTemporalCli(options: { cliPath?: string; toolsDir: string }): Promise<string> {
+  const found = findTemporalCli(options);
+  if (found) return found;
+  const bin = path.join(options.toolsDir, 'bin');
+  mkdirSync(bin, { recursive: true });
+  log.info('temporal CLI not found; building it (a few minutes, once)', { module: TEMPORAL_CLI_MODULE, into: bin });
+  try {
+    await promisify(execFile)('go', ['install', TEMPORAL_CLI_MODULE], {
+      env: { ...process.env, GOBIN: bin },
+      maxBuffer: 16 * 1024 * 1024,
+    });
+  } catch (err) {
+    throw new Error(
+      `could not build the temporal CLI with "go install ${TEMPORAL_CLI_MODULE}" (${(err as Error).message.trim()}). ` +
+      'Install it (e.g. "brew install temporal"), set TEMPORAL_CLI_PATH, or point TEMPORAL_ADDRESS at a running server.',
+    );
+  }
+  return path.join(bin, 'temporal');
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** True when a Temporal frontend answers at `address` within the timeout. */
+export async function temporalAnswers(address: string, timeoutMs = 1500): Promise<boolean> {
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: timeoutMs });
+    await connection.workflowService.getSystemInfo({});
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => undefined);
+  }
+}
+
+export interface DevServerOptions {
+  cliPath?: string;
+  toolsDir: string;
+  /** SQLite file; omitted means in memory (tests). */
+  dbFile?: string;
+  port: number;
+  uiPort?: number;
+  /** Where the server's own log goes. */
+  logFile: string;
+  namespace?: string;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const cli = await ensureTemporalCli(options);
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'warn'];
+  if (options.dbFile) {
+    mkdirSync(path.dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile);
+  }
+  if (options.uiPort) args.push('--ui-port', String(options.uiPort));
+  else args.push('--headless');
+  if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
+  for (const [key, type] of Object.entries(SEARCH_ATTRIBUTE_REGISTRATIONS)) args.push('--search-attribute', `${key}=${type}`);
+
+  mkdirSync(path.dirname(options.logFile), { recursive: true });
+  const out = openSync(options.logFile, 'a');
+  const child: ChildProcess = spawn(cli, args, { stdio: ['ignore', out, out] });
+  const address = `127.0.0.1:${options.port}`;
+  let exited = false;
+  const exitPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
+
+  const deadline = Date.now() + 60_000;
+  while (!(await temporalAnswers(address, 1000))) {
+    if (exited) throw new Error(`temporal dev server exited at start; see ${options.logFile}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`temporal dev server did not answer on ${address} within 60 s; see ${options.logFile}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const uiUrl = options.uiPort ? `http://localhost:${options.uiPort}` : undefined;
+  log.info('temporal dev server ready', { address, ui: uiUrl, db: options.dbFile ?? 'memory' });
+  return {
+    address,
+    uiUrl,
+    async stop() {
+      if (exited) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exitPromise;
+      clearTimeout(timer);
+    },
+  };
+}

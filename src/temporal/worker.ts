@@ -1,0 +1,39 @@
+/** Builds the worker: one task queue, every workflow from workflows/index, every activity from the factory. */
+import { NativeConnection, Runtime, Worker, WorkerOptions, DefaultLogger } from '@temporalio/worker';
+import { createActivities, ActivityDeps } from '../../activities';
+
+let runtimeInstalled = false;
+
+/** Quiets the SDK's own logging to warnings once per process; our logger tells the story. */
+function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed by someone else in this process (tests)
+  }
+}
+
+export interface WorkerSetup {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  /** A prebuilt bundle (tests share one); by default workflows/ is bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+}
+
+export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker; connection: NativeConnection }> {
+  installRuntime();
+  const connection = await NativeConnection.connect({ address: setup.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue,
+    ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : { workflowsPath: require.resolve('../../workflows') }),
+    activities: createActivities(setup.deps),
+    shutdownGraceTime: '20 seconds',
+  });
+  return { worker, connection };
+}

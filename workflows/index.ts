@@ -1,0 +1,2 @@
+/** The worker's only workflowsPath: every workflow type, one per file. */
+export { actionWorkflow } from './action';
