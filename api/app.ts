@@ -1,8 +1,9 @@
 /**
- * The Koa application: request id, errors, body, then the route groups. Each group is one router; the v1 and
- * v2 groups sit behind the API key and the rate limit.
+ * The Koa application: request id, errors, signed assets, the API key and rate limit for everything under the v1
+ * and v2 prefixes, the JSON body, then one router per route group.
  */
 import Koa, { Middleware } from 'koa';
+import compose from 'koa-compose';
 import Router from '@koa/router';
 import { serveAssets } from './assets';
 import { authenticate } from './middleware/auth';
@@ -51,14 +52,21 @@ function handler(route: Route): Middleware {
   };
 }
 
+/** Runs `middleware` for every path under `prefix`, matched route or not (so unknown paths need a key too). */
+function underPrefix(prefix: string, middleware: Middleware): Middleware {
+  return (ctx, next) => (ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? middleware(ctx, next) : next());
+}
+
 export function createApp(services: ApiServices): Koa {
   const app = new Koa({ proxy: true });
   const groups = routeGroups(services);
   const openapi = buildOpenApiDocument(groups, services.config.publicBaseUrl);
+  const guard = compose([authenticate(services), rateLimit(services)]);
 
   app.use(requestId());
   app.use(errorHandler());
   app.use(serveAssets(services));
+  for (const group of groups.filter((g) => g.authenticated)) app.use(underPrefix(group.prefix, guard));
   app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const root = new Router();
@@ -67,7 +75,6 @@ export function createApp(services: ApiServices): Koa {
   });
   for (const group of groups) {
     const router = new Router(group.prefix ? { prefix: group.prefix } : {});
-    if (group.authenticated) router.use(authenticate(services), rateLimit(services));
     for (const route of group.routes) router[route.method](toKoaPath(route.path), handler(route));
     root.use(router.routes(), router.allowedMethods({ throw: true }));
   }

@@ -4,6 +4,7 @@ const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 
 let threshold: Level = (process.env.LOG_LEVEL as Level) in ORDER ? (process.env.LOG_LEVEL as Level) : 'info';
 
 export function setLogLevel(level: Level): void { threshold = level; }
+export function logLevel(): Level { return threshold; }
 
 function write(level: Level, msg: string, fields?: Record<string, unknown>): void {
   if (ORDER[level] < ORDER[threshold]) return;

@@ -46,15 +46,17 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Runs pending migrations under an advisory lock, so processes starting together migrate once. */
+/**
+ * Runs pending migrations under an advisory lock, so processes starting together migrate once. The lock lives
+ * on its own connection, outside the pool the migrations use.
+ */
 export async function migrate(dataSource: DataSource): Promise<void> {
-  const runner = dataSource.createQueryRunner();
-  await runner.connect();
+  const lock = new Client({ connectionString: (dataSource.options as { url: string }).url });
+  await lock.connect();
   try {
-    await runner.query('SELECT pg_advisory_lock(7233001)');
+    await lock.query('SELECT pg_advisory_lock(7233001)');
     await dataSource.runMigrations({ transaction: 'each' });
   } finally {
-    await runner.query('SELECT pg_advisory_unlock(7233001)').catch(() => undefined);
-    await runner.release();
+    await lock.end();
   }
 }

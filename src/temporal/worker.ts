@@ -1,15 +1,16 @@
 /** Builds the worker: one task queue, every workflow from workflows/index, every activity from the factory. */
 import { NativeConnection, Runtime, Worker, WorkerOptions, DefaultLogger } from '@temporalio/worker';
 import { createActivities, ActivityDeps } from '../../activities';
+import { logLevel } from '../log';
 
 let runtimeInstalled = false;
 
-/** Quiets the SDK's own logging to warnings once per process; our logger tells the story. */
+/** Routes the SDK's own logging at our level (warnings by default), once per process. */
 function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: new DefaultLogger(logLevel() === 'debug' ? 'DEBUG' : logLevel() === 'error' ? 'ERROR' : 'WARN') });
   } catch {
     // already installed by someone else in this process (tests)
   }

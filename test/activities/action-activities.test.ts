@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { ApplicationFailure } from '@temporalio/activity';
+import sharp from 'sharp';
+import type { DataSource } from 'typeorm';
+import { Activities, createActivities } from '../../activities';
+import { openDatabase } from '../../src/db/data-source';
+import { readBalance } from '../../src/domain/billing';
+import { LocalRenderer } from '../../src/providers/local-renderer';
+import { FileAssetStore } from '../../src/storage/asset-store';
+import { FAILURE_TYPES } from '../../src/temporal/contract';
+import { quietLogger, testEnvironment } from '../support/environment';
+import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
+
+describe('action activities (real Postgres, MockActivityEnvironment)', () => {
+  let db: DataSource;
+  let activities: Activities;
+  let store: FileAssetStore;
+  const run = <K extends keyof Activities>(name: K, ...args: Parameters<Activities[K]>) =>
+    new MockActivityEnvironment(undefined, { logger: quietLogger }).run(activities[name] as any, ...args) as ReturnType<Activities[K]>;
+
+  before(async () => {
+    db = await openDatabase(testEnvironment().databaseUrl, { migrate: false });
+    store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
+    activities = createActivities({ db, store, provider: new LocalRenderer() });
+  });
+  after(() => db.destroy());
+
+  async function storedInput(): Promise<string> {
+    const key = `inputs/activity-test-${Date.now()}.jpg`;
+    await store.put(key, Buffer.from(await jpegBase64(300, 400), 'base64'));
+    return key;
+  }
+
+  it('startProcessing moves pending to processing once and says cancelled for a cancelled action', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const actionId = await placeAction(db, accountId, { hold: 5 });
+    assert.equal(await run('startProcessing', actionId), 'started');
+    assert.equal(await run('startProcessing', actionId), 'started', 'a retried start is harmless');
+    const [row] = await db.query('SELECT status, started_at FROM actions WHERE id = $1', [actionId]);
+    assert.equal(row.status, 'processing');
+    assert.ok(row.started_at);
+
+    const cancelled = await placeAction(db, accountId);
+    await db.query(`UPDATE actions SET status = 'cancelled' WHERE id = $1`, [cancelled]);
+    assert.equal(await run('startProcessing', cancelled), 'cancelled');
+  });
+
+  it('generateAsset renders a real JPEG of the requested size from the stored input', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], params: { resolution: '1K', aspectRatio: '16:9' } });
+    const key = await run('generateAsset', actionId);
+    assert.equal(key, `results/${actionId}.jpg`);
+    const meta = await sharp(await store.read(key)).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 1024, 576]);
+  });
+
+  it('generateAsset turns an undecodable input into a non-retryable ProviderRefused failure', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const key = `inputs/garbage-${Date.now()}.jpg`;
+    await store.put(key, Buffer.from('not an image at all'));
+    const actionId = await placeAction(db, accountId, { inputs: [key] });
+    await assert.rejects(run('generateAsset', actionId), (err: unknown) =>
+      err instanceof ApplicationFailure && err.type === FAILURE_TYPES.providerRefused && err.nonRetryable === true);
+  });
+
+  it('completeAction charges once and completes once, even when retried', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const actionId = await placeAction(db, accountId, { hold: 5 });
+    await run('startProcessing', actionId);
+    assert.equal(await run('completeAction', actionId, 'results/x.jpg'), 'completed');
+    assert.equal(await run('completeAction', actionId, 'results/x.jpg'), 'completed');
+    const [action] = await db.query('SELECT status, asset_path, card_id FROM actions WHERE id = $1', [actionId]);
+    assert.deepEqual([action.status, action.asset_path], ['completed', 'results/x.jpg']);
+    const [card] = await db.query('SELECT status, active_action_id FROM cards WHERE id = $1', [action.card_id]);
+    assert.deepEqual([card.status, card.active_action_id], ['completed', actionId]);
+    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 5, holds: 0, available: 5 });
+    await assertMoneyConsistent(db, accountId);
+  });
+
+  it('failAction releases the hold once and records the message', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const actionId = await placeAction(db, accountId, { hold: 5 });
+    await run('failAction', actionId, 'The provider refused');
+    await run('failAction', actionId, 'The provider refused');
+    const [action] = await db.query('SELECT status, error_message FROM actions WHERE id = $1', [actionId]);
+    assert.deepEqual([action.status, action.error_message], ['failed', 'The provider refused']);
+    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 10, holds: 0, available: 10 });
+    await assertMoneyConsistent(db, accountId);
+  });
+
+  it('completeAction after a release (a cancelled action) charges nothing', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const actionId = await placeAction(db, accountId, { hold: 5 });
+    await run('failAction', actionId, 'cancelled elsewhere');
+    assert.equal(await run('completeAction', actionId, 'results/y.jpg'), 'cancelled');
+    assert.equal((await readBalance(db.manager, accountId)).balance, 10);
+    await assertMoneyConsistent(db, accountId);
+  });
+});

@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { AddressInfo } from 'node:net';
+import { createApp } from '../../api/app';
+import { createDataSource } from '../../src/db/data-source';
+import { revokeKey } from '../../src/domain/accounts';
+import { CATEGORIES } from '../../src/domain/catalogue';
+import { apiClient, newAccount, V1 } from '../support/fixtures';
+import { testEnvironment } from '../support/environment';
+import { Stack, startStack } from '../support/stack';
+
+describe('API frame over HTTP', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ withWorker: false });
+  });
+  after(() => stack.stop());
+
+  describe('authentication', () => {
+    it('401 missing_authorization without the header', async () => {
+      const res = await apiClient(stack.baseUrl)('GET', `${V1}/balance`);
+      assert.equal(res.status, 401);
+      assert.equal(res.body.detail.error, 'missing_authorization');
+      assert.ok(res.headers.get('x-request-id'));
+    });
+
+    it('401 invalid_api_key for an unknown key, a malformed header and a revoked key', async () => {
+      assert.equal((await apiClient(stack.baseUrl, 'ak_unknownunknownunknownunknownunknown')('GET', `${V1}/balance`)).body.detail.error, 'invalid_api_key');
+      const malformed = await apiClient(stack.baseUrl)('GET', `${V1}/balance`, undefined, { Authorization: 'Basic abc' });
+      assert.deepEqual([malformed.status, malformed.body.detail.error], [401, 'invalid_api_key']);
+      const { apiKey, keyId } = await newAccount(stack.db);
+      assert.equal((await apiClient(stack.baseUrl, apiKey)('GET', `${V1}/balance`)).status, 200);
+      await revokeKey(stack.db, keyId);
+      const revoked = await apiClient(stack.baseUrl, apiKey)('GET', `${V1}/balance`);
+      assert.deepEqual([revoked.status, revoked.body.detail.error], [401, 'invalid_api_key']);
+    });
+
+    it('protects v2 with the same keys and error format', async () => {
+      const res = await apiClient(stack.baseUrl)('GET', '/api/v2/jobs/00000000-0000-0000-0000-000000000000');
+      assert.equal(res.status, 401);
+      assert.equal(res.body.detail.error, 'missing_authorization');
+    });
+  });
+
+  describe('errors', () => {
+    let call: ReturnType<typeof apiClient>;
+    before(async () => {
+      call = apiClient(stack.baseUrl, (await newAccount(stack.db)).apiKey);
+    });
+
+    it('answers 422 with a detail array from AJV', async () => {
+      const res = await call('POST', `${V1}/generate/photo`, { images: [], resolution: '8K' });
+      assert.equal(res.status, 422);
+      assert.ok(Array.isArray(res.body.detail));
+      const locs = res.body.detail.map((d: { loc: unknown[] }) => d.loc.join('.'));
+      assert.ok(locs.includes('body.images'), locs.join(', '));
+      assert.ok(locs.includes('body.resolution'), locs.join(', '));
+      for (const issue of res.body.detail) assert.deepEqual(Object.keys(issue).sort(), ['loc', 'msg', 'type']);
+    });
+
+    it('answers 422 for a path parameter of the wrong type', async () => {
+      const res = await call('GET', `${V1}/status/abc`);
+      assert.equal(res.status, 422);
+      assert.deepEqual(res.body.detail[0].loc, ['path', 'action_id']);
+    });
+
+    it('answers 400 invalid_request for a body that is not JSON', async () => {
+      const res = await call('POST', `${V1}/generate/photo`, '{"images": [', { 'Content-Type': 'application/json' });
+      assert.deepEqual([res.status, res.body.detail.error], [400, 'invalid_request']);
+    });
+
+    it('answers 404 not_found for an unknown route and 405 for a wrong method, in the error shape', async () => {
+      const missing = await call('GET', `${V1}/no-such-thing`);
+      assert.deepEqual([missing.status, missing.body.detail.error], [404, 'not_found']);
+      const wrongMethod = await call('DELETE', `${V1}/balance`);
+      assert.equal(wrongMethod.status, 405);
+      assert.equal(wrongMethod.body.detail.error, 'method_not_allowed');
+    });
+
+    it('keeps a safe caller request id and replaces an unsafe one', async () => {
+      const kept = await call('GET', `${V1}/pricing`, undefined, { 'X-Request-Id': 'trace-42' });
+      assert.equal(kept.headers.get('x-request-id'), 'trace-42');
+      const replaced = await call('GET', `${V1}/pricing`, undefined, { 'X-Request-Id': 'bad id with spaces' });
+      assert.match(replaced.headers.get('x-request-id')!, /^[0-9a-f-]{36}$/);
+    });
+
+    it('answers an unexpected failure with the bare root body, leaking nothing', async () => {
+      // The same app over a data source that is not connected: every query fails inside the handler.
+      const closed = createDataSource(testEnvironment().databaseUrl);
+      const { apiKey } = await newAccount(stack.db);
+      const app = createApp({ config: { rateLimitPerMinute: 100, taskQueue: 'unused', publicBaseUrl: 'http://x' }, db: closed, temporal: stack.temporal, store: stack.store, signer: stack.signer, provider: undefined as never });
+      const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      try {
+        const res = await apiClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey)('GET', `${V1}/balance`);
+        assert.equal(res.status, 500);
+        assert.deepEqual(res.body, { error: 'Internal server error' });
+        assert.ok(res.headers.get('x-request-id'));
+      } finally {
+        server.close();
+      }
+    });
+  });
+
+  describe('information endpoints', () => {
+    let call: ReturnType<typeof apiClient>;
+    before(async () => {
+      call = apiClient(stack.baseUrl, (await newAccount(stack.db, 20)).apiKey);
+    });
+
+    it('GET /balance', async () => {
+      const res = await call('GET', `${V1}/balance`);
+      assert.deepEqual(res.body, { balance: 20, available: 20, holds: 0 });
+    });
+
+    it('GET /pricing reads the current price list', async () => {
+      const res = await call('GET', `${V1}/pricing`);
+      assert.deepEqual(Object.keys(res.body).sort(), ['generation', 'improvement', 'video_10sec', 'video_5sec']);
+      for (const value of Object.values(res.body)) assert.ok(Number.isInteger(value));
+    });
+
+    it('GET /categories is the fixed catalogue, cacheable for 24 hours', async () => {
+      const res = await call('GET', `${V1}/categories`);
+      assert.equal(res.headers.get('cache-control'), 'public, max-age=86400');
+      assert.deepEqual(res.body.categories.map((c: { id: string }) => c.id), ['apparel', 'wearables', 'food', 'cosmetics', 'gadgets', 'home', 'other']);
+      assert.equal(res.body.categories.flatMap((c: { concepts: unknown[] }) => c.concepts).length, 27);
+      assert.deepEqual(res.body.categories, CATEGORIES);
+      assert.match(res.body.categories[0].name, /[А-Яа-я]/);
+    });
+  });
+
+  describe('health', () => {
+    it('GET /healthz and GET /readyz answer without a key', async () => {
+      const call = apiClient(stack.baseUrl);
+      assert.deepEqual((await call('GET', '/healthz')).body, { status: 'ok' });
+      const ready = await call('GET', '/readyz');
+      assert.equal(ready.status, 200);
+      assert.deepEqual(ready.body, { status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
+    });
+  });
+});
+
+describe('rate limit over HTTP', () => {
+  let first: Stack;
+  let second: Stack;
+  before(async () => {
+    // Two API processes' worth of apps over one database: the limit is shared.
+    first = await startStack({ withWorker: false, rateLimitPerMinute: 4 });
+    second = await startStack({ withWorker: false, rateLimitPerMinute: 4 });
+  });
+  after(async () => {
+    await first.stop();
+    await second.stop();
+  });
+
+  it('counts per key across API instances and answers 429 with headers and details', async () => {
+    const { apiKey } = await newAccount(first.db);
+    const viaFirst = apiClient(first.baseUrl, apiKey);
+    const viaSecond = apiClient(second.baseUrl, apiKey);
+    // Stay clear of a window edge: the four allowed calls and the refused one must share a minute.
+    const secondsLeft = 60 - (Math.floor(Date.now() / 1000) % 60);
+    if (secondsLeft < 3) await new Promise((r) => setTimeout(r, secondsLeft * 1000 + 100));
+
+    const ok = [await viaFirst('GET', `${V1}/pricing`), await viaSecond('GET', `${V1}/pricing`), await viaFirst('GET', `${V1}/pricing`), await viaSecond('GET', `${V1}/pricing`)];
+    assert.deepEqual(ok.map((r) => r.status), [200, 200, 200, 200]);
+    assert.deepEqual(ok.map((r) => r.headers.get('x-ratelimit-remaining')), ['3', '2', '1', '0']);
+    assert.equal(ok[0].headers.get('x-ratelimit-limit'), '4');
+
+    const refused = await viaFirst('GET', `${V1}/pricing`);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.detail.error, 'rate_limit_exceeded');
+    assert.equal(refused.body.detail.details.limit, 4);
+    const reset = Number(refused.headers.get('x-ratelimit-reset'));
+    assert.equal(new Date(refused.body.detail.details.reset_at).getTime(), reset * 1000);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+
+    const otherKey = apiClient(first.baseUrl, (await newAccount(first.db)).apiKey);
+    assert.equal((await otherKey('GET', `${V1}/pricing`)).status, 200, 'another key has its own budget');
+  });
+});

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import type { DataSource } from 'typeorm';
+import { openDatabase } from '../../src/db/data-source';
+import { grantSparks, holdSparks, InsufficientSparks, readBalance, settleHold } from '../../src/domain/billing';
+import { testEnvironment } from '../support/environment';
+import { assertMoneyConsistent, newAccount, placeAction } from '../support/fixtures';
+
+describe('billing (real Postgres)', () => {
+  let db: DataSource;
+  before(async () => {
+    db = await openDatabase(testEnvironment().databaseUrl, { migrate: false });
+  });
+  after(() => db.destroy());
+
+  it('holds what is available and refuses more, changing nothing', async () => {
+    const { accountId } = await newAccount(db, 8);
+    const first = await placeAction(db, accountId);
+    await db.transaction((m) => holdSparks(m, accountId, first, 5));
+    const second = await placeAction(db, accountId);
+    await assert.rejects(
+      db.transaction((m) => holdSparks(m, accountId, second, 5)),
+      (err: unknown) => err instanceof InsufficientSparks && err.available === 3 && err.required === 5,
+    );
+    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 8, holds: 5, available: 3 });
+    await assertMoneyConsistent(db, accountId);
+  });
+
+  it('charges a hold once, however often and however concurrently it is settled', async () => {
+    const { accountId } = await newAccount(db, 20);
+    const actionId = await placeAction(db, accountId);
+    await db.transaction((m) => holdSparks(m, accountId, actionId, 5));
+    const outcomes = await Promise.all(Array.from({ length: 8 }, () => db.transaction((m) => settleHold(m, actionId, 'charged'))));
+    assert.deepEqual(new Set(outcomes), new Set(['charged']));
+    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+    const ledger = await db.query(`SELECT amount FROM spark_ledger WHERE action_id = $1`, [actionId]);
+    assert.deepEqual(ledger, [{ amount: -5 }]);
+    await assertMoneyConsistent(db, accountId);
+  });
+
+  it('a release after a charge reports the charge and moves nothing (and the other way round)', async () => {
+    const { accountId } = await newAccount(db, 20);
+    const charged = await placeAction(db, accountId);
+    const released = await placeAction(db, accountId);
+    await db.transaction(async (m) => {
+      await holdSparks(m, accountId, charged, 5);
+      await holdSparks(m, accountId, released, 4);
+    });
+    assert.equal(await db.transaction((m) => settleHold(m, charged, 'charged')), 'charged');
+    assert.equal(await db.transaction((m) => settleHold(m, charged, 'released')), 'charged');
+    assert.equal(await db.transaction((m) => settleHold(m, released, 'released')), 'released');
+    assert.equal(await db.transaction((m) => settleHold(m, released, 'charged')), 'released');
+    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+    await assertMoneyConsistent(db, accountId);
+  });
+
+  it('books a grant once per reference', async () => {
+    const { accountId } = await newAccount(db, 0);
+    assert.equal(await db.transaction((m) => grantSparks(m, accountId, 7, `grant:test:${accountId}`)), true);
+    assert.equal(await db.transaction((m) => grantSparks(m, accountId, 7, `grant:test:${accountId}`)), false);
+    assert.equal((await readBalance(db.manager, accountId)).balance, 7);
+    await assertMoneyConsistent(db, accountId);
+  });
+});

@@ -1,0 +1,96 @@
+/** Accounts, images, HTTP calls and money invariants for tests. */
+import assert from 'node:assert/strict';
+import sharp from 'sharp';
+import type { DataSource } from 'typeorm';
+import { createAccount } from '../../src/domain/accounts';
+
+export async function newAccount(db: DataSource, sparks = 20, name = 'test account') {
+  return createAccount(db, name, sparks);
+}
+
+export async function jpegBase64(width = 400, height = 500, colour = '#2a6fdb'): Promise<string> {
+  const bytes = await sharp({ create: { width, height, channels: 3, background: colour } }).jpeg().toBuffer();
+  return bytes.toString('base64');
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** A small HTTP client: JSON in, JSON (or text) out, never throws on a status. */
+export function apiClient(baseUrl: string, apiKey?: string) {
+  return async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      redirect: 'manual',
+      headers: {
+        ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}),
+        ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, headers: response.headers, body: parsed as T };
+  };
+}
+
+export const V1 = '/api/v1/public';
+
+/** The money invariants: balance equals the ledger, `held` equals the open holds, nothing negative. */
+export async function assertMoneyConsistent(db: DataSource, accountId: number): Promise<{ balance: number; held: number }> {
+  const [row] = await db.query(
+    `SELECT a.balance, a.held,
+            (SELECT COALESCE(SUM(amount), 0)::int FROM spark_ledger WHERE account_id = a.id) AS ledger,
+            (SELECT COALESCE(SUM(amount), 0)::int FROM spark_holds WHERE account_id = a.id AND status = 'held') AS open_holds
+       FROM accounts a WHERE a.id = $1`, [accountId]);
+  assert.equal(row.balance, row.ledger, 'balance equals the sum of the ledger');
+  assert.equal(row.held, row.open_holds, 'held equals the sum of open holds');
+  assert.ok(row.held >= 0 && row.held <= row.balance, 'holds are covered by the balance');
+  return { balance: row.balance, held: row.held };
+}
+
+/** Waits for a condition by re-checking it (no fixed sleeps); fails with the last value seen. */
+export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T = await probe();
+  while (!done(last)) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    last = await probe();
+  }
+  return last;
+}
+
+/**
+ * Writes a pending photo action straight into the read model (what the API does before starting a workflow),
+ * optionally with its hold, for activity and workflow tests that start below the API.
+ */
+export async function placeAction(
+  db: DataSource, accountId: number, options: { inputs?: string[]; hold?: number; params?: Record<string, unknown> } = {},
+): Promise<number> {
+  const [project] = await db.query(`INSERT INTO projects (account_id, source) VALUES ($1, 'api') RETURNING id`, [accountId]);
+  const [card] = await db.query(
+    `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', 'photo', '3:4') RETURNING id`,
+    [accountId, project.id]);
+  const params = {
+    inputs: options.inputs ?? [], productName: 'Test product', categoryId: 'other', conceptId: 'other_in_use', locale: 'en',
+    photoStyle: 'classic', aspectRatio: '3:4', resolution: '1K', ...options.params,
+  };
+  const [action] = await db.query(
+    `INSERT INTO actions (account_id, project_id, card_id, type, product, status, price, params)
+     VALUES ($1, $2, $3, 'generate', 'photo', 'pending', $4, $5) RETURNING id`, [accountId, project.id, card.id, options.hold ?? 0, params]);
+  if (options.hold !== undefined) {
+    const { holdSparks } = await import('../../src/domain/billing');
+    await db.transaction((m) => holdSparks(m, accountId, action.id, options.hold!));
+  }
+  return action.id;
+}

@@ -1,0 +1,83 @@
+/**
+ * A whole service for one test suite: API over real HTTP on a free port, a worker on a unique task queue, real
+ * Postgres and the shared dev server.
+ */
+import http from 'node:http';
+import { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import type { DataSource } from 'typeorm';
+import { createApp } from '../../api/app';
+import { openDatabase } from '../../src/db/data-source';
+import { LocalRenderer } from '../../src/providers/local-renderer';
+import type { ImageProvider } from '../../src/providers/provider';
+import { FileAssetStore } from '../../src/storage/asset-store';
+import { UrlSigner } from '../../src/storage/signed-urls';
+import { connectClient } from '../../src/temporal/client';
+import { createWorker } from '../../src/temporal/worker';
+import { testEnvironment } from './environment';
+
+export interface Stack {
+  baseUrl: string;
+  taskQueue: string;
+  db: DataSource;
+  temporal: Client;
+  store: FileAssetStore;
+  signer: UrlSigner;
+  worker?: Worker;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  rateLimitPerMinute?: number;
+  withWorker?: boolean;
+  provider?: ImageProvider;
+  taskQueue?: string;
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const env = testEnvironment();
+  const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
+  const db = await openDatabase(env.databaseUrl, { migrate: false, poolSize: 10 });
+  const temporal = await connectClient(env.temporalAddress, 'default');
+  const store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
+  const provider = options.provider ?? new LocalRenderer();
+
+  let worker: Worker | undefined;
+  let connection: NativeConnection | undefined;
+  let running: Promise<void> | undefined;
+  if (options.withWorker !== false) {
+    ({ worker, connection } = await createWorker({
+      address: env.temporalAddress, namespace: 'default', taskQueue, deps: { db, store, provider }, workflowBundle: env.workflowBundle,
+    }));
+    running = worker.run();
+  }
+
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const signer = new UrlSigner('test-signing-secret', baseUrl);
+  const app = createApp({
+    config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl },
+    db, temporal, store, signer, provider,
+  });
+  server.on('request', app.callback());
+
+  return {
+    baseUrl, taskQueue, db, temporal, store, signer, worker,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (worker) {
+        worker.shutdown();
+        await running;
+        await connection?.close();
+      }
+      await temporal.connection.close();
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { ProviderError } from '../../src/providers/provider';
+import { readBalance } from '../../src/domain/billing';
+import { actionWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
+import { startActionWorkflow } from '../../src/temporal/start-action';
+import type { ActionOutcome } from '../../workflows/action';
+import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
+import { ScriptedProvider } from '../support/providers';
+import { Stack, startStack } from '../support/stack';
+
+async function runAction(stack: Stack, accountId: number, actionId: number): Promise<ActionOutcome> {
+  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate' });
+  return stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
+}
+
+async function activityAttempts(stack: Stack, actionId: number, activityType: string): Promise<number> {
+  const history = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory();
+  const scheduled = history.events!.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === activityType);
+  const started = history.events!.find((e) => e.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === scheduled!.eventId!.toString());
+  return started!.activityTaskStartedEventAttributes!.attempt!;
+}
+
+describe('actionWorkflow (dev server)', function () {
+  this.timeout(60_000);
+
+  describe('with the local renderer', () => {
+    let stack: Stack;
+    before(async () => {
+      stack = await startStack();
+    });
+    after(() => stack.stop());
+
+    async function storedInput(bytes?: Buffer): Promise<string> {
+      const key = `inputs/wf-${Date.now()}-${Math.random().toString(36).slice(2)}.jpg`;
+      await stack.store.put(key, bytes ?? Buffer.from(await jpegBase64(), 'base64'));
+      return key;
+    }
+
+    it('renders, charges the hold and completes, with the story in search attributes', async () => {
+      const { accountId } = await newAccount(stack.db, 20);
+      const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
+      const outcome = await runAction(stack, accountId, actionId);
+      assert.deepEqual(outcome, { status: 'completed', assetPath: `results/${actionId}.jpg` });
+
+      const [row] = await stack.db.query('SELECT status, asset_path FROM actions WHERE id = $1', [actionId]);
+      assert.deepEqual([row.status, row.asset_path], ['completed', `results/${actionId}.jpg`]);
+      assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+      await assertMoneyConsistent(stack.db, accountId);
+
+      const description = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).describe();
+      assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionStatus), 'completed');
+      assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.accountId), accountId);
+      assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId), actionId);
+    });
+
+    it('a permanent provider refusal fails after one attempt and releases the hold', async () => {
+      const { accountId } = await newAccount(stack.db, 20);
+      const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput(Buffer.from('garbage'))], hold: 5 });
+      const outcome = await runAction(stack, accountId, actionId);
+      assert.equal(outcome.status, 'failed');
+      assert.match((outcome as { error: string }).error, /cannot be decoded/);
+      assert.equal(await activityAttempts(stack, actionId, 'generateAsset'), 1);
+
+      const [row] = await stack.db.query('SELECT status, error_message FROM actions WHERE id = $1', [actionId]);
+      assert.equal(row.status, 'failed');
+      assert.match(row.error_message, /cannot be decoded/);
+      assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 20, holds: 0, available: 20 });
+      await assertMoneyConsistent(stack.db, accountId);
+    });
+
+    it('starting the same action twice runs one workflow', async () => {
+      const { accountId } = await newAccount(stack.db, 20);
+      const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
+      await Promise.all([1, 2, 3].map(() => startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate' })));
+      await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
+      await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate' });
+      const runs = [];
+      for await (const run of stack.temporal.workflow.list({ query: `WorkflowId = '${actionWorkflowId(actionId)}'` })) runs.push(run);
+      assert.equal(runs.length, 1);
+      assert.equal((await readBalance(stack.db.manager, accountId)).balance, 15);
+    });
+  });
+
+  describe('with a provider that has passing outages', () => {
+    let stack: Stack;
+    const provider = new ScriptedProvider([
+      new ProviderError('upstream timeout', 'timeout', true),
+      new ProviderError('upstream 503', 'unavailable', true),
+    ]);
+    before(async () => {
+      stack = await startStack({ provider });
+    });
+    after(() => stack.stop());
+
+    it('retries retryable failures with backoff and charges once on the eventual success', async () => {
+      const { accountId } = await newAccount(stack.db, 20);
+      const key = `inputs/wf-retry-${Date.now()}.jpg`;
+      await stack.store.put(key, Buffer.from(await jpegBase64(), 'base64'));
+      const actionId = await placeAction(stack.db, accountId, { inputs: [key], hold: 5 });
+      const outcome = await runAction(stack, accountId, actionId);
+      assert.equal(outcome.status, 'completed');
+      assert.equal(provider.calls, 3);
+      assert.equal(await activityAttempts(stack, actionId, 'generateAsset'), 3);
+      assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+      await assertMoneyConsistent(stack.db, accountId);
+    });
+  });
+});
