@@ -26,13 +26,14 @@ const BODY_LIMIT_BYTES = 5 * Math.ceil((15 * 1024 * 1024 * 4) / 3) + 1024 * 1024
 
 export function routeGroups(services: ApiServices): RouteGroup[] {
   return [
-    { prefix: '', authenticated: false, routes: healthRoutes(services) },
+    { prefix: '', authenticated: false, documented: false, routes: healthRoutes(services) },
     {
       prefix: V1_PREFIX,
       authenticated: true,
+      documented: true,
       routes: [...infoRoutes(services), ...generateRoutes(services), ...statusRoutes(services)],
     },
-    { prefix: V2_PREFIX, authenticated: true, routes: [] },
+    { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [] },
   ];
 }
 

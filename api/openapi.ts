@@ -38,7 +38,9 @@ function operation(route: Route, group: RouteGroup) {
     responses[status] = {
       description: response.description,
       ...(response.headers || group.authenticated ? { headers: { ...(group.authenticated ? RATE_LIMIT_HEADERS : {}), ...response.headers } } : {}),
-      ...(response.schema ? { content: { 'application/json': { schema: publish(response.schema) } } } : {}),
+      ...(response.schema || Number(status) >= 400
+        ? { content: { 'application/json': { schema: response.schema ? publish(response.schema) : { $ref: '#/components/schemas/Error' } } } }
+        : {}),
     };
   }
   if (route.params || route.body) responses['400'] ??= errorResponse('Invalid data or format');
@@ -72,7 +74,14 @@ function operation(route: Route, group: RouteGroup) {
   };
 }
 
-export function buildOpenApiDocument(groups: RouteGroup[], serverUrl: string) {
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Information: 'Balance, prices and the category catalogue',
+  Generation: 'Asynchronous photo, card and video generation and edits',
+  'Status and results': 'Polling, cancelling and downloading results',
+};
+
+export function buildOpenApiDocument(allGroups: RouteGroup[], serverUrl: string) {
+  const groups = allGroups.filter((g) => g.documented);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const group of groups) {
     for (const route of group.routes) {
@@ -80,7 +89,9 @@ export function buildOpenApiDocument(groups: RouteGroup[], serverUrl: string) {
       (paths[path] ??= {})[route.method] = operation(route, group);
     }
   }
-  const tags = [...new Set(groups.flatMap((g) => g.routes.map((r) => r.tag)))].map((name) => ({ name }));
+  const tags = [...new Set(groups.flatMap((g) => g.routes.map((r) => r.tag)))].map((name) => ({
+    name, description: TAG_DESCRIPTIONS[name] ?? name,
+  }));
   return {
     openapi: '3.1.0',
     info: {

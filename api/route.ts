@@ -32,5 +32,7 @@ export interface RouteGroup {
   prefix: string;
   /** Whether the group sits behind the API-key middleware (and the rate limit). */
   authenticated: boolean;
+  /** Operational endpoints (health) stay out of the integrators' OpenAPI document. */
+  documented: boolean;
   routes: Route[];
 }

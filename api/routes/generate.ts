@@ -91,7 +91,15 @@ export function generateRoutes(services: ApiServices): Route[] {
       summary: 'Generate a styled product photo from 1-5 reference photos (asynchronous)',
       body: photoRequestSchema,
       headers: [{ name: 'Idempotency-Key', description: 'Optional; a repeat within 5 minutes returns the first response', schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' } }],
-      responses: { 200: { description: 'Accepted; the action is pending', schema: ref('GenerationResponse') } },
+      responses: {
+        200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') },
+        400: { description: '`invalid_request`: an image cannot be read, or concept_id does not belong to category_id' },
+        402: { description: '`insufficient_tokens`; details: available, required' },
+        403: { description: '`forbidden`: project_id belongs to another account' },
+        404: { description: '`not_found`: project_id does not exist' },
+        413: { description: '`image_too_large`: an image is over 15 MB decoded' },
+        503: { description: '`generation_unavailable`: the workflow could not be started; nothing was held' },
+      },
       async handle(ctx, { body }: { body: PhotoRequest }) {
         const caller = ctx.state.caller as Caller;
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
