@@ -26,7 +26,7 @@ export const TIMEOUTS = {
   /** Short database transactions: read-model moves, holds, charges. */
   bookkeeping: { startToCloseTimeout: '30 seconds' },
   /** A provider call: long, heartbeating so that a dead worker is noticed in seconds, not minutes. */
-  provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: '15 seconds' },
+  provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: '10 seconds' },
 } as const;
 
 /** ApplicationFailure types raised by activities; the permanent ones are never retried. */

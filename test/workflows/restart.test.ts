@@ -1,0 +1,102 @@
+/**
+ * The service process stops mid-job, cleanly or by crash; started again, it finishes the job and charges once.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { actionWorkflowId } from '../../src/temporal/contract';
+import { freePort } from '../../src/temporal/dev-server';
+import { testEnvironment } from '../support/environment';
+import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { startServiceProcess } from '../support/service-process';
+import type { Client } from '@temporalio/client';
+import { connectClient } from '../../src/temporal/client';
+import { openDatabase } from '../../src/db/data-source';
+import type { DataSource } from 'typeorm';
+
+describe('stopping the service mid-job', function () {
+  this.timeout(90_000);
+  let db: DataSource;
+  let temporal: Client;
+  let image: string;
+  before(async () => {
+    db = await openDatabase(testEnvironment().databaseUrl, { migrate: false });
+    temporal = await connectClient(testEnvironment().temporalAddress, 'default');
+    image = await jpegBase64();
+  });
+  after(async () => {
+    await temporal.connection.close();
+    await db.destroy();
+  });
+
+  async function serviceEnv(renderDelayMs: number) {
+    const port = await freePort();
+    return {
+      env: {
+        PORT: String(port),
+        DATABASE_URL: testEnvironment().databaseUrl,
+        TEMPORAL_ADDRESS: testEnvironment().temporalAddress,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        DATA_DIR: dataDir,
+        ASSET_SIGNING_SECRET: 'restart-test',
+        LOCAL_RENDERER_DELAY_MS: String(renderDelayMs),
+      },
+      baseUrl: `http://127.0.0.1:${port}`,
+    };
+  }
+  let taskQueue: string;
+  let dataDir: string;
+  beforeEach(() => {
+    taskQueue = `restart-${randomUUID()}`;
+    dataDir = path.join(os.tmpdir(), `imagery-restart-${randomUUID()}`);
+  });
+
+  /** Waits until the provider call of the action is running on a worker. */
+  async function renderRunning(actionId: number): Promise<void> {
+    const handle = temporal.workflow.getHandle(actionWorkflowId(actionId));
+    await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [],
+      (pending) => pending.some((a) => a.activityType?.name === 'generateAsset' && Number(a.state) === 2 /* STARTED */));
+  }
+
+  async function startedAttempts(actionId: number): Promise<number[]> {
+    const history = await temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory();
+    return history.events!.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt!);
+  }
+
+  for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+    it(`${signal}: the restarted service finishes the job and charges once`, async () => {
+      const { accountId, apiKey } = await newAccount(db, 20);
+      const first = await serviceEnv(2_000);
+      const service = await startServiceProcess('all', first.env);
+      const created = await apiClient(first.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: image }] });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const actionId = created.body.action_id;
+      await renderRunning(actionId);
+
+      const code = await service.kill(signal);
+      if (signal === 'SIGTERM') assert.equal(code, 0, 'a clean shutdown drains and exits 0');
+      const [mid] = await db.query('SELECT status FROM actions WHERE id = $1', [actionId]);
+      assert.equal(mid.status, 'processing', 'stopped mid-job');
+
+      const second = await serviceEnv(0);
+      const restarted = await startServiceProcess('all', second.env);
+      try {
+        await temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
+        const status = await apiClient(second.baseUrl, apiKey)('GET', `${V1}/status/${actionId}`);
+        assert.equal(status.body.status, 'completed');
+        assert.equal((await fetch(status.body.result_url)).status, 200);
+        assert.deepEqual((await apiClient(second.baseUrl, apiKey)('GET', `${V1}/balance`)).body, { balance: 15, available: 15, holds: 0 });
+        await assertMoneyConsistent(db, accountId);
+        const ledger = await db.query(`SELECT count(*)::int AS n FROM spark_ledger WHERE action_id = $1`, [actionId]);
+        assert.equal(ledger[0].n, 1, 'one charge');
+      } finally {
+        assert.equal(await restarted.kill('SIGTERM'), 0);
+      }
+      if (signal === 'SIGKILL') {
+        // The crashed attempt timed out on its heartbeat and a second attempt rendered the image.
+        assert.ok((await startedAttempts(actionId)).includes(2));
+      }
+    });
+  }
+});
