@@ -22,9 +22,7 @@ export interface Config {
   /** HMAC key for signed asset URLs; when unset a random one is kept in `dataDir`. */
   assetSigningSecret: string | undefined;
   rateLimitPerMinute: number;
-  /** Upper bound of one render attempt; also the heartbeat-based liveness check uses it. */
-  providerTimeoutMs: number;
-  /** Durations the local renderer pretends to need, so that cancel and restart can be observed. */
+  /** Time the local renderer takes per image, so that processing, cancel and restart can be observed. */
   localRendererDelayMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
@@ -59,8 +57,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     temporalUiPort: int('TEMPORAL_UI_PORT', 8233),
     assetSigningSecret: str('ASSET_SIGNING_SECRET'),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
-    providerTimeoutMs: int('PROVIDER_TIMEOUT_MS', 120_000),
-    localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 0),
+    localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
   };
   return { ...config, ...overrides };
