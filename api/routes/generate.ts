@@ -67,7 +67,7 @@ export async function submitAction(services: ApiServices, spec: NewAction) {
   });
 
   try {
-    await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type });
+    await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
   } catch (err) {
     // Temporal is unreachable: undo the hold and close the action, so nothing stays pending or reserved.
     log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });

@@ -1,5 +1,5 @@
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
-import type { ActionType } from '../db/entities/action';
+import type { ActionProduct, ActionType } from '../db/entities/action';
 import { actionWorkflowId, SEARCH_ATTRIBUTES } from './contract';
 
 /**
@@ -7,13 +7,14 @@ import { actionWorkflowId, SEARCH_ATTRIBUTES } from './contract';
  * recovery sweep) finds the running workflow instead of making a second one.
  */
 export async function startActionWorkflow(
-  client: Client, taskQueue: string, action: { id: number; accountId: number; type: ActionType },
+  client: Client, taskQueue: string, action: { id: number; accountId: number; type: ActionType; product: ActionProduct },
 ): Promise<void> {
   try {
     await client.workflow.start('actionWorkflow', {
       taskQueue,
       workflowId: actionWorkflowId(action.id),
       args: [{ actionId: action.id }],
+      staticSummary: `${action.product} ${action.type} · action ${action.id} · account ${action.accountId}`,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE, // one action, one workflow, ever
       typedSearchAttributes: [
         { key: SEARCH_ATTRIBUTES.accountId, value: action.accountId },

@@ -24,7 +24,7 @@ async function recordAction(stack: Stack, name: string, input: Buffer): Promise<
   const key = `inputs/record-${Date.now()}-${name}.jpg`;
   await stack.store.put(key, input);
   const actionId = await placeAction(stack.db, accountId, { inputs: [key], hold: 5 });
-  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate' });
+  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' });
   const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
   await handle.result();
   const file = path.join(OUT, `action-workflow.${name}.${VERSION}.json`);

@@ -3,13 +3,15 @@ import { ProviderError } from '../../src/providers/provider';
 import { readBalance } from '../../src/domain/billing';
 import { actionWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
 import { startActionWorkflow } from '../../src/temporal/start-action';
+import { recoverPendingActions } from '../../src/temporal/recover-pending';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ActionOutcome } from '../../workflows/action';
 import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
 import { Stack, startStack } from '../support/stack';
 
 async function runAction(stack: Stack, accountId: number, actionId: number): Promise<ActionOutcome> {
-  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate' });
+  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' });
   return stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
 }
 
@@ -68,12 +70,25 @@ describe('actionWorkflow (dev server)', function () {
       await assertMoneyConsistent(stack.db, accountId);
     });
 
+    it('the recovery sweep starts the workflow of an action left pending without one', async () => {
+      const { accountId } = await newAccount(stack.db, 20);
+      const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
+      await stack.db.query(`UPDATE actions SET created_at = now() - interval '5 minutes' WHERE id = $1`, [actionId]);
+      const fresh = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
+      assert.ok((await recoverPendingActions(stack.db, stack.temporal, stack.taskQueue, 60)) >= 1);
+      await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
+      await assert.rejects(stack.temporal.workflow.getHandle(actionWorkflowId(fresh)).describe(), WorkflowNotFoundError, 'a fresh pending action is left to its own request');
+      const [row] = await stack.db.query('SELECT status FROM actions WHERE id = $1', [actionId]);
+      assert.equal(row.status, 'completed');
+      await stack.db.query(`UPDATE actions SET status = 'failed' WHERE id = $1`, [fresh]); // keep later sweeps away from it
+    });
+
     it('starting the same action twice runs one workflow', async () => {
       const { accountId } = await newAccount(stack.db, 20);
       const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
-      await Promise.all([1, 2, 3].map(() => startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate' })));
+      await Promise.all([1, 2, 3].map(() => startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' })));
       await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
-      await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate' });
+      await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' });
       const runs = [];
       for await (const run of stack.temporal.workflow.list({ query: `WorkflowId = '${actionWorkflowId(actionId)}'` })) runs.push(run);
       assert.equal(runs.length, 1);
