@@ -16,6 +16,7 @@ import type { Route, RouteGroup } from './route';
 import { generateRoutes, V1_PREFIX } from './routes/generate';
 import { healthRoutes } from './routes/health';
 import { infoRoutes } from './routes/info';
+import { projectRoutes } from './routes/projects';
 import { statusRoutes } from './routes/status';
 import type { ApiServices } from './services';
 import { compileValidator } from './validation';
@@ -31,7 +32,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       prefix: V1_PREFIX,
       authenticated: true,
       documented: true,
-      routes: [...infoRoutes(services), ...generateRoutes(services), ...statusRoutes(services)],
+      routes: [...projectRoutes(services), ...generateRoutes(services), ...statusRoutes(services), ...infoRoutes(services)],
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [] },
   ];
@@ -48,7 +49,9 @@ function handler(route: Route): Middleware {
   return async (ctx) => {
     const params = validateParams ? validateParams({ ...(ctx as unknown as { params: object }).params }) : {};
     const query = validateQuery ? validateQuery({ ...ctx.query }) : {};
-    const body = validateBody ? validateBody((ctx.request as { body?: unknown }).body) : undefined;
+    const sent = (ctx.request as { body?: unknown }).body;
+    // A body whose every field is optional may be left out entirely.
+    const body = validateBody ? validateBody(sent === undefined && !route.body!.required ? {} : sent) : undefined;
     await route.handle(ctx, { params, query, body });
   };
 }

@@ -4,21 +4,15 @@
  */
 import type { EntityManager } from 'typeorm';
 import { sqlRow } from '../src/db/sql';
-import { forbidden, notFound } from './errors';
+import { Project } from '../src/db/entities';
+import { requireOwn } from './ownership';
 import type { Caller } from './services';
 
 export interface ProjectHints { name: string | null; productName: string | null; categoryId: string | null; conceptId: string | null }
 
-/** Checks that a project exists and is the caller's: 404 when it does not exist, 403 when it is someone else's. */
-export async function requireOwnProject(m: EntityManager, caller: Caller, projectId: number): Promise<void> {
-  const project = await sqlRow(m, 'SELECT account_id FROM projects WHERE id = $1', [projectId]);
-  if (!project) throw notFound(`Project ${projectId}`);
-  if (project.account_id !== caller.accountId) throw forbidden(`Project ${projectId}`);
-}
-
 export async function resolveProject(m: EntityManager, caller: Caller, projectId: number | undefined, hints: ProjectHints): Promise<number> {
   if (projectId !== undefined) {
-    await requireOwnProject(m, caller, projectId);
+    await requireOwn(m, Project, projectId, caller, 'Project');
     return projectId;
   }
   if (caller.defaultGrouping === 'api_key_inbox') {

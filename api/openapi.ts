@@ -78,6 +78,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Information: 'Balance, prices and the category catalogue',
   Generation: 'Asynchronous photo, card and video generation and edits',
   'Status and results': 'Polling, cancelling and downloading results',
+  'Projects and cards': 'Project > Card > Action: how results are grouped',
 };
 
 export function buildOpenApiDocument(allGroups: RouteGroup[], serverUrl: string) {

@@ -2,17 +2,8 @@ import { Action } from '../../src/db/entities';
 import type { Route } from '../route';
 import { actionIdPath } from '../schemas/generate';
 import { ref } from '../schemas/shared';
-import { forbidden, notFound } from '../errors';
-import type { ApiServices, Caller } from '../services';
-import type { EntityManager } from 'typeorm';
-
-/** Loads an action of the caller: 404 when it does not exist, 403 when it belongs to another account. */
-export async function requireOwnAction(m: EntityManager, caller: Caller, actionId: number): Promise<Action> {
-  const action = await m.findOneBy(Action, { id: actionId });
-  if (!action) throw notFound(`Action ${actionId}`);
-  if (action.accountId !== caller.accountId) throw forbidden(`Action ${actionId}`);
-  return action;
-}
+import { requireOwn } from '../ownership';
+import type { ApiServices } from '../services';
 
 export function statusRoutes({ db, signer }: ApiServices): Route[] {
   return [
@@ -22,7 +13,7 @@ export function statusRoutes({ db, signer }: ApiServices): Route[] {
       params: actionIdPath,
       responses: { 200: { description: 'The action status', schema: ref('ActionStatus') } },
       async handle(ctx, { params }) {
-        const action = await requireOwnAction(db.manager, ctx.state.caller, params.action_id);
+        const action = await requireOwn(db.manager, Action, params.action_id, ctx.state.caller, 'Action');
         const signed = action.status === 'completed' && action.assetPath ? signer.url(action.assetPath) : undefined;
         ctx.body = {
           action_id: action.id,

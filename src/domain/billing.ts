@@ -19,7 +19,7 @@ export interface BalanceView { balance: number; available: number; holds: number
 export async function readBalance(manager: EntityManager, accountId: number): Promise<BalanceView> {
   const row = await sqlRow(manager, 'SELECT balance, held FROM accounts WHERE id = $1', [accountId]);
   if (!row) throw new Error(`account ${accountId} not found`);
-  return { balance: row.balance, holds: row.held, available: row.balance - row.held };
+  return { balance: row.balance, available: row.balance - row.held, holds: row.held };
 }
 
 /** Reserves `amount` for `actionId`; throws InsufficientSparks (and changes nothing) when it is not covered. */

@@ -1,0 +1,16 @@
+import type { EntityManager, EntityTarget } from 'typeorm';
+import { forbidden, notFound } from './errors';
+import type { Caller } from './services';
+
+/**
+ * Loads a resource of the caller by id: 404 `not_found` when it does not exist, 403 `forbidden` when it belongs
+ * to another account (the v1 rule; v2 answers 404 for both).
+ */
+export async function requireOwn<T extends { accountId: number }>(
+  m: EntityManager, entity: EntityTarget<T>, id: number, caller: Caller, label: string,
+): Promise<T> {
+  const found = await m.findOneBy(entity, { id } as never);
+  if (!found) throw notFound(`${label} ${id}`);
+  if (found.accountId !== caller.accountId) throw forbidden(`${label} ${id}`);
+  return found;
+}

@@ -1,0 +1,30 @@
+/** How read-model rows look on the wire (snake_case, ISO timestamps). */
+import type { Action, Card, Project } from '../src/db/entities';
+
+const iso = (date: Date | null | undefined) => (date ? date.toISOString() : null);
+
+export function projectView(p: Project) {
+  return {
+    id: p.id, name: p.name, product_name: p.productName, category_id: p.categoryId, concept_id: p.conceptId,
+    comment: p.comment, source: p.source, created_at: iso(p.createdAt), updated_at: iso(p.updatedAt),
+  };
+}
+
+export function actionSummaryView(a: Action) {
+  return {
+    id: a.id, card_id: a.cardId, type: a.type, status: a.status, depth: a.depth, parent_action_id: a.parentActionId,
+    asset_path: a.assetPath, created_at: iso(a.createdAt), completed_at: iso(a.completedAt),
+  };
+}
+
+export function cardView(c: Card) {
+  return {
+    id: c.id, project_id: c.projectId, status: c.status, content_type: c.contentType, aspect_ratio: c.aspectRatio,
+    active_action_id: c.activeActionId, created_at: iso(c.createdAt), updated_at: iso(c.updatedAt),
+  };
+}
+
+/** A card version in card detail: the spec's short form. */
+export function cardActionView(a: Action) {
+  return { id: a.id, type: a.type, status: a.status, depth: a.depth, parent_action_id: a.parentActionId, asset_path: a.assetPath };
+}
