@@ -2,6 +2,7 @@
  * Read-model moves of an action, each with its spark settlement in the same transaction. Activities run at least
  * once, so every move is a conditional update: repeating it changes nothing.
  */
+import { closeAction } from '../src/domain/action-states';
 import { settleHold } from '../src/domain/billing';
 import { sqlRow } from '../src/db/sql';
 import type { ActivityDeps } from './deps';
@@ -45,16 +46,20 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
       });
     },
 
+    /** Releases the hold and marks the action cancelled (a cancel that reached a running render). */
+    async cancelAction(actionId: number): Promise<'cancelled'> {
+      await db.transaction(async (m) => {
+        await settleHold(m, actionId, 'released');
+        await closeAction(m, actionId, 'cancelled', null);
+      });
+      return 'cancelled';
+    },
+
     /** Releases the hold and marks the action failed with a message the integrator may read. */
     async failAction(actionId: number, errorMessage: string): Promise<void> {
       await db.transaction(async (m) => {
         await settleHold(m, actionId, 'released');
-        const failed = await sqlRow(m,
-          `UPDATE actions SET status = 'failed', error_message = $2, completed_at = now(), updated_at = now()
-            WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id`, [actionId, errorMessage]);
-        if (failed) {
-          await m.query(`UPDATE cards SET status = 'failed', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [failed.card_id]);
-        }
+        await closeAction(m, actionId, 'failed', errorMessage);
       });
     },
   };

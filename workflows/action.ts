@@ -1,8 +1,11 @@
 /**
- * The story of one v1 action: start, render with the provider, then either charge and complete or release and
- * fail. Activities do the work; this file only decides.
+ * The story of one v1 action: start, render with the provider, then either charge and complete, or release and
+ * fail, or (when cancelled during the render) release and cancel. Activities do the work; this file only decides.
+ * Bookkeeping runs outside cancellation, so a cancel request can stop the render but never half a settlement.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
 
@@ -42,8 +45,10 @@ function failureMessage(err: unknown): string {
   return 'Generation failed';
 }
 
+const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonCancellable(step);
+
 export async function actionWorkflow({ actionId }: ActionWorkflowInput): Promise<ActionOutcome> {
-  if ((await bookkeeping.startProcessing(actionId)) === 'cancelled') {
+  if ((await settle(() => bookkeeping.startProcessing(actionId))) === 'cancelled') {
     setStatus('cancelled');
     return { status: 'cancelled' };
   }
@@ -53,13 +58,18 @@ export async function actionWorkflow({ actionId }: ActionWorkflowInput): Promise
   try {
     assetPath = await provider.generateAsset(actionId);
   } catch (err) {
+    if (isCancellation(err)) {
+      const outcome = await settle(() => bookkeeping.cancelAction(actionId));
+      setStatus(outcome);
+      return { status: 'cancelled' };
+    }
     const error = failureMessage(err);
-    await bookkeeping.failAction(actionId, error);
+    await settle(() => bookkeeping.failAction(actionId, error));
     setStatus('failed');
     return { status: 'failed', error };
   }
 
-  if ((await bookkeeping.completeAction(actionId, assetPath)) === 'cancelled') {
+  if ((await settle(() => bookkeeping.completeAction(actionId, assetPath))) === 'cancelled') {
     setStatus('cancelled');
     return { status: 'cancelled' };
   }

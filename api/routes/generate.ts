@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { log } from '../../src/log';
 import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
+import { closeAction } from '../../src/domain/action-states';
 import { holdSparks, InsufficientSparks, settleHold } from '../../src/domain/billing';
 import { photoPrice, readPriceList } from '../../src/domain/pricing';
 import { sqlRow } from '../../src/db/sql';
@@ -73,10 +74,7 @@ export async function submitAction(services: ApiServices, spec: NewAction) {
     log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });
     await db.transaction(async (m) => {
       await settleHold(m, placed.actionId, 'released');
-      await m.query(
-        `UPDATE actions SET status = 'failed', error_message = 'Generation was unavailable', completed_at = now(), updated_at = now()
-          WHERE id = $1 AND status = 'pending'`, [placed.actionId]);
-      await m.query(`UPDATE cards SET status = 'failed', updated_at = now() WHERE id = $1`, [placed.cardId]);
+      await closeAction(m, placed.actionId, 'failed', 'Generation was unavailable', ['pending']);
     });
     throw generationUnavailable();
   }

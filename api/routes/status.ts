@@ -1,11 +1,29 @@
+/**
+ * Status and results: a single action's status with a fresh signed URL, cancel, the results list, and the
+ * download redirect.
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { Action } from '../../src/db/entities';
+import { closeAction } from '../../src/domain/action-states';
+import { settleHold } from '../../src/domain/billing';
+import { log } from '../../src/log';
+import { actionWorkflowId } from '../../src/temporal/contract';
+import { AppError } from '../errors';
+import { requireOwn } from '../ownership';
 import type { Route } from '../route';
 import { actionIdPath } from '../schemas/generate';
 import { ref } from '../schemas/shared';
-import { requireOwn } from '../ownership';
-import type { ApiServices } from '../services';
+import type { ApiServices, Caller } from '../services';
 
-export function statusRoutes({ db, signer }: ApiServices): Route[] {
+const DATE = { type: 'string', maxLength: 10, format: 'date', description: 'YYYY-MM-DD (UTC)' };
+
+export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
+  /** The signed URL of a completed action's result, fresh on every call. */
+  const resultUrl = (action: Action) => {
+    const signed = action.status === 'completed' && action.assetPath ? signer.url(action.assetPath) : undefined;
+    return { result_url: signed?.url ?? null, result_url_expires_at: signed?.expiresAt.toISOString() ?? null };
+  };
+
   return [
     {
       method: 'get', path: '/status/{action_id}', operationId: 'getActionStatus', tag: 'Status and results',
@@ -14,17 +32,158 @@ export function statusRoutes({ db, signer }: ApiServices): Route[] {
       responses: { 200: { description: 'The action status', schema: ref('ActionStatus') } },
       async handle(ctx, { params }) {
         const action = await requireOwn(db.manager, Action, params.action_id, ctx.state.caller, 'Action');
-        const signed = action.status === 'completed' && action.assetPath ? signer.url(action.assetPath) : undefined;
         ctx.body = {
           action_id: action.id,
           status: action.status,
           type: action.type,
-          result_url: signed?.url ?? null,
-          result_url_expires_at: signed?.expiresAt.toISOString() ?? null,
+          ...resultUrl(action),
           error_message: action.errorMessage,
           created_at: action.createdAt.toISOString(),
           completed_at: action.completedAt?.toISOString() ?? null,
         };
+      },
+    },
+    {
+      method: 'post', path: '/cancel/{action_id}', operationId: 'cancelAction', tag: 'Status and results',
+      summary: 'Cancel an action: certain before processing starts, best effort while it runs',
+      params: actionIdPath,
+      responses: {
+        200: {
+          description: '`cancelled` says whether the action is now cancelled; `status` is its status after the request',
+          schema: {
+            type: 'object', required: ['action_id', 'status', 'cancelled', 'message'],
+            properties: {
+              action_id: { type: 'integer' },
+              status: { type: 'string', enum: ['pending', 'processing', 'completed', 'failed', 'cancelled'] },
+              cancelled: { type: 'boolean' },
+              message: { type: 'string' },
+            },
+          },
+        },
+      },
+      async handle(ctx, { params }) {
+        const caller = ctx.state.caller as Caller;
+        const action = await requireOwn(db.manager, Action, params.action_id, caller, 'Action');
+        const answer = (status: string, cancelled: boolean, message: string) => {
+          ctx.body = { action_id: action.id, status, cancelled, message };
+        };
+        if (action.status === 'pending') {
+          // Not started: cancel and release here and now; the workflow sees it and ends without work.
+          const cancelled = await db.transaction(async (m) => {
+            if (!(await closeAction(m, action.id, 'cancelled', null, ['pending']))) return false;
+            await settleHold(m, action.id, 'released');
+            return true;
+          });
+          if (cancelled) return answer('cancelled', true, `Cancelled before processing started; ${action.price} sparks released`);
+          action.status = (await requireOwn(db.manager, Action, action.id, caller, 'Action')).status; // it just started
+        }
+        if (action.status === 'processing') {
+          try {
+            await temporal.workflow.getHandle(actionWorkflowId(action.id)).cancel();
+          } catch (err) {
+            if (!(err instanceof WorkflowNotFoundError)) throw err;
+            log.warn('cancel: workflow not found', { actionId: action.id });
+          }
+          return answer('processing', false, 'Cancel requested; the action is already running and may still complete');
+        }
+        if (action.status === 'cancelled') return answer('cancelled', true, 'The action was already cancelled');
+        return answer(action.status, false, `The action is already ${action.status}`);
+      },
+    },
+    {
+      method: 'get', path: '/results', operationId: 'listResults', tag: 'Status and results',
+      summary: 'Actions of the account, newest first, with fresh signed URLs (valid 30 days) for completed ones',
+      query: {
+        type: 'object',
+        properties: {
+          type: { type: 'string', enum: ['generate', 'edit', 'video'] },
+          status: { type: 'string', enum: ['pending', 'processing', 'completed', 'failed', 'cancelled'] },
+          created_after: DATE,
+          created_before: DATE,
+          project_id: { type: 'integer', minimum: 1, maximum: 2147483647 },
+          client_group_id: { type: 'string', maxLength: 100 },
+          page: { type: 'integer', minimum: 1, maximum: 1000, default: 1 },
+          page_size: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+        },
+      },
+      responses: {
+        200: {
+          description: 'A page of results',
+          schema: {
+            type: 'object', required: ['items', 'total', 'page', 'page_size'],
+            properties: {
+              items: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['action_id', 'type', 'status', 'project_id', 'card_id', 'created_at'],
+                  properties: {
+                    action_id: { type: 'integer' }, type: { type: 'string' }, status: { type: 'string' },
+                    project_id: { type: 'integer' }, card_id: { type: 'integer' }, parent_action_id: { type: ['integer', 'null'] },
+                    depth: { type: 'integer' }, client_group_id: { type: ['string', 'null'] },
+                    result_url: { type: ['string', 'null'] }, result_url_expires_at: { type: ['string', 'null'], format: 'date-time' },
+                    error_message: { type: ['string', 'null'] },
+                    created_at: { type: 'string', format: 'date-time' }, completed_at: { type: ['string', 'null'], format: 'date-time' },
+                  },
+                },
+              },
+              total: { type: 'integer' }, page: { type: 'integer' }, page_size: { type: 'integer' },
+            },
+          },
+        },
+      },
+      async handle(ctx, { query }) {
+        const caller = ctx.state.caller as Caller;
+        const q = db.manager.createQueryBuilder(Action, 'a').where('a.accountId = :account', { account: caller.accountId });
+        if (query.type) q.andWhere('a.type = :type', { type: query.type });
+        if (query.status) q.andWhere('a.status = :status', { status: query.status });
+        if (query.created_after) q.andWhere(`a.createdAt >= (:after::date AT TIME ZONE 'UTC')`, { after: query.created_after });
+        if (query.created_before) q.andWhere(`a.createdAt < (:before::date AT TIME ZONE 'UTC')`, { before: query.created_before });
+        if (query.project_id) q.andWhere('a.projectId = :project', { project: query.project_id });
+        if (query.client_group_id !== undefined) q.andWhere('a.clientGroupId = :group', { group: query.client_group_id });
+        const [rows, total] = await q.orderBy('a.createdAt', 'DESC').addOrderBy('a.id', 'DESC')
+          .skip((query.page - 1) * query.page_size).take(query.page_size).getManyAndCount();
+        ctx.body = {
+          items: rows.map((a) => ({
+            action_id: a.id, type: a.type, status: a.status, project_id: a.projectId, card_id: a.cardId,
+            parent_action_id: a.parentActionId, depth: a.depth, client_group_id: a.clientGroupId,
+            ...resultUrl(a), error_message: a.errorMessage,
+            created_at: a.createdAt.toISOString(), completed_at: a.completedAt?.toISOString() ?? null,
+          })),
+          total, page: query.page, page_size: query.page_size,
+        };
+      },
+    },
+    {
+      method: 'get', path: '/results/{action_id}/download', operationId: 'downloadResult', tag: 'Status and results',
+      summary: 'Redirect to the signed result URL when completed',
+      params: actionIdPath,
+      responses: {
+        202: {
+          description: 'Not ready yet (pending or processing); `Retry-After` says when to ask again',
+          schema: {
+            type: 'object', required: ['action_id', 'status', 'message'],
+            properties: { action_id: { type: 'integer' }, status: { type: 'string' }, message: { type: 'string' } },
+          },
+          headers: { 'Retry-After': { description: 'Seconds', schema: { type: 'integer' } } },
+        },
+        302: { description: 'Redirect to the signed result URL', headers: { Location: { description: 'Signed asset URL', schema: { type: 'string' } } } },
+        409: { description: '`result_unavailable`: the action failed or was cancelled (details: status)' },
+      },
+      async handle(ctx, { params }) {
+        const action = await requireOwn(db.manager, Action, params.action_id, ctx.state.caller, 'Action');
+        if (action.status === 'completed' && action.assetPath) {
+          ctx.redirect(signer.url(action.assetPath).url);
+          return;
+        }
+        if (action.status === 'pending' || action.status === 'processing') {
+          ctx.status = 202;
+          ctx.set('Retry-After', '5');
+          ctx.body = { action_id: action.id, status: action.status, message: `The result is not ready yet (${action.status})` };
+          return;
+        }
+        throw new AppError(409, 'result_unavailable', action.status === 'failed'
+          ? `The action failed: ${action.errorMessage ?? 'no result'}` : 'The action was cancelled; there is no result', { status: action.status });
       },
     },
   ];

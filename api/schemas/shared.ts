@@ -144,7 +144,7 @@ export const SHARED_SCHEMAS = {
     properties: {
       id: { type: 'integer' },
       project_id: { type: 'integer' },
-      status: { type: 'string', enum: ['pending', 'processing', 'completed', 'failed'] },
+      status: { type: 'string', enum: ['pending', 'processing', 'completed', 'failed', 'cancelled'] },
       content_type: { type: 'string', enum: ['photo', 'video'] },
       aspect_ratio: { type: 'string' },
       active_action_id: nullable('integer'),
