@@ -1,4 +1,5 @@
 import { InitialSchema1732300000000 } from './1732300000000-InitialSchema';
+import { IdempotencyKeys1732300000001 } from './1732300000001-IdempotencyKeys';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
-export const migrations = [InitialSchema1732300000000];
+export const migrations = [InitialSchema1732300000000, IdempotencyKeys1732300000001];

@@ -6,6 +6,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
+import { purgeExpiredKeys } from '../api/idempotency';
 import { loadConfig } from './config';
 import { openDatabase } from './db/data-source';
 import { log } from './log';
@@ -63,6 +64,8 @@ async function main(mode: Mode): Promise<void> {
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));
+    const housekeeping = setInterval(() => void purgeExpiredKeys(db).catch(() => undefined), 10 * 60_000);
+    housekeeping.unref();
     log.info('API listening', { url: config.publicBaseUrl, openapi: `${config.publicBaseUrl}/openapi.json` });
   }
   if (devServer?.uiUrl) log.info('Temporal Web UI', { url: devServer.uiUrl });

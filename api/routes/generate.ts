@@ -10,7 +10,9 @@ import { holdSparks, InsufficientSparks, settleHold } from '../../src/domain/bil
 import { photoPrice, readPriceList } from '../../src/domain/pricing';
 import { sqlRow } from '../../src/db/sql';
 import { startActionWorkflow } from '../../src/temporal/start-action';
+import type { Context } from 'koa';
 import type { ActionProduct, ActionType } from '../../src/db/entities/action';
+import { claimKey, findReplay, idempotencyHeader, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse } from '../idempotency';
 import { badRequest, generationUnavailable, insufficientTokens } from '../errors';
 import { resolveProject } from '../grouping';
 import { CheckedImage, readImageInput } from '../images';
@@ -33,7 +35,7 @@ async function storeInputs({ store }: ApiServices, images: CheckedImage[]): Prom
   }));
 }
 
-interface NewAction {
+interface NewAction<R> {
   caller: Caller;
   type: ActionType;
   product: ActionProduct;
@@ -44,12 +46,30 @@ interface NewAction {
   params: Record<string, unknown>;
   clientGroupId?: string;
   webhookUrl?: string;
+  idempotency?: IdempotencyClaim;
+  /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
+  respond(placed: PlacedAction): R;
 }
 
-/** The shared tail of every v1 generation: record and hold in one transaction, then start the workflow. */
-export async function submitAction(services: ApiServices, spec: NewAction) {
+export interface PlacedAction { actionId: number; projectId: number; cardId: number }
+
+/**
+ * The shared tail of every v1 generation: claim the idempotency key, record and hold in one transaction, then
+ * start the workflow. Answers the response body, or the first response when the key was already used.
+ */
+export async function submitAction<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
+  try {
+    return await placeAndStart(services, spec);
+  } catch (err) {
+    if (err instanceof IdempotentReplay) return { ...err.response, replayed: true };
+    throw err;
+  }
+}
+
+async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse> {
   const { db, temporal, config } = services;
-  const placed = await db.transaction(async (m) => {
+  const { placed, response } = await db.transaction(async (m) => {
+    if (spec.idempotency) await claimKey(m, spec.idempotency);
     const projectId = await resolveProject(m, spec.caller, spec.projectId, spec.projectHints);
     const card = await sqlRow(m,
       `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
@@ -64,7 +84,10 @@ export async function submitAction(services: ApiServices, spec: NewAction) {
       if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
       throw err;
     }
-    return { actionId: action!.id as number, projectId, cardId: card!.id as number };
+    const placed: PlacedAction = { actionId: action!.id, projectId, cardId: card!.id };
+    const response: StoredResponse = { status: 200, body: spec.respond(placed) };
+    if (spec.idempotency) await recordResponse(m, spec.idempotency, response);
+    return { placed, response };
   });
 
   try {
@@ -78,7 +101,14 @@ export async function submitAction(services: ApiServices, spec: NewAction) {
     });
     throw generationUnavailable();
   }
-  return placed;
+  return response;
+}
+
+/** Writes a stored (or fresh) response; a replay is marked so clients can tell. */
+export function send(ctx: Context, response: StoredResponse, replayed?: boolean): void {
+  ctx.status = response.status;
+  ctx.body = response.body;
+  if (replayed) ctx.set('Idempotent-Replayed', 'true');
 }
 
 export function generateRoutes(services: ApiServices): Route[] {
@@ -88,11 +118,12 @@ export function generateRoutes(services: ApiServices): Route[] {
       method: 'post', path: '/generate/photo', operationId: 'generatePhoto', tag: 'Generation',
       summary: 'Generate a styled product photo from 1-5 reference photos (asynchronous)',
       body: photoRequestSchema,
-      headers: [{ name: 'Idempotency-Key', description: 'Optional; a repeat within 5 minutes returns the first response', schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' } }],
+      headers: [idempotencyHeader],
       responses: {
         200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') },
         400: { description: '`invalid_request`: an image cannot be read, or concept_id does not belong to category_id' },
         402: { description: '`insufficient_tokens`; details: available, required' },
+        409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
         403: { description: '`forbidden`: project_id belongs to another account' },
         404: { description: '`not_found`: project_id does not exist' },
         413: { description: '`image_too_large`: an image is over 15 MB decoded' },
@@ -100,6 +131,9 @@ export function generateRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: PhotoRequest }) {
         const caller = ctx.state.caller as Caller;
+        const idempotency = readIdempotencyKey(ctx, caller.accountId, 'v1:generate/photo', body);
+        const earlier = idempotency && (await findReplay(db, idempotency));
+        if (earlier) return send(ctx, earlier, true);
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
         const images = [];
         for (const [index, input] of body.images.entries()) images.push(await readImageInput(input, `images[${index}]`));
@@ -121,23 +155,24 @@ export function generateRoutes(services: ApiServices): Route[] {
 
         const price = photoPrice(await readPriceList(db.manager), body.resolution);
         const inputs = await storeInputs(services, images);
-        const placed = await submitAction(services, {
+        const response = await submitAction(services, {
           caller, type: 'generate', product: 'photo', price, aspectRatio: body.aspect_ratio, projectId: body.project_id,
           projectHints: { name: productName, productName, categoryId, conceptId },
           params: {
             inputs, productName, categoryId, conceptId, locale,
             photoStyle: body.photo_style, aspectRatio: body.aspect_ratio, resolution: body.resolution, comment: body.comment,
           },
-          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
+          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url, idempotency,
+          respond: (placed) => ({
+            action_id: placed.actionId,
+            status: 'pending',
+            poll_url: `${V1_PREFIX}/status/${placed.actionId}`,
+            project_id: placed.projectId,
+            card_id: placed.cardId,
+            detected: Object.keys(detected).length > 0 ? { category_id: categoryId, concept_id: conceptId, product_name: productName } : null,
+          }),
         });
-        ctx.body = {
-          action_id: placed.actionId,
-          status: 'pending',
-          poll_url: `${V1_PREFIX}/status/${placed.actionId}`,
-          project_id: placed.projectId,
-          card_id: placed.cardId,
-          detected: Object.keys(detected).length > 0 ? { category_id: categoryId, concept_id: conceptId, product_name: productName } : null,
-        };
+        send(ctx, response, response.replayed);
       },
     },
   ];

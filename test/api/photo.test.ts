@@ -167,3 +167,85 @@ describe('POST /generate/photo and GET /status over HTTP', function () {
     assert.deepEqual([project.source, project.product_name], ['api', 'Vase']);
   });
 });
+
+describe('Idempotency-Key on POST /generate/photo', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  let image: string;
+  before(async () => {
+    stack = await startStack();
+    image = await jpegBase64(300, 300, '#30a030');
+  });
+  after(() => stack.stop());
+
+  const body = () => ({ images: [{ data: image }], product_name: 'Jar', category_id: 'food', concept_id: 'food_catalog' });
+
+  it('a repeat returns the first response and charges once', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const first = await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'order-42:photo.1' });
+    const second = await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'order-42:photo.1' });
+    assert.equal(first.status, 200);
+    assert.deepEqual([second.status, second.body], [200, first.body]);
+    assert.equal(second.headers.get('idempotent-replayed'), 'true');
+    await stack.temporal.workflow.getHandle(actionWorkflowId(first.body.action_id)).result();
+    const [{ count }] = await stack.db.query('SELECT count(*)::int AS count FROM actions WHERE account_id = $1', [accountId]);
+    assert.equal(count, 1);
+    assert.equal((await call('GET', `${V1}/balance`)).body.balance, 15);
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('concurrent duplicates create one action and all get the same answer', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'burst' })));
+    assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+    assert.equal(new Set(answers.map((a) => a.body.action_id)).size, 1);
+    await stack.temporal.workflow.getHandle(actionWorkflowId(answers[0].body.action_id)).result();
+    const [{ count }] = await stack.db.query('SELECT count(*)::int AS count FROM actions WHERE account_id = $1', [accountId]);
+    assert.equal(count, 1);
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 15, available: 15, holds: 0 });
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('a repeat with a different body is refused with 409 idempotency_conflict; other keys and accounts are independent', async () => {
+    const { apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const first = await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'k1' });
+    const changed = await call('POST', `${V1}/generate/photo`, { ...body(), product_name: 'Other' }, { 'Idempotency-Key': 'k1' });
+    assert.deepEqual([changed.status, changed.body.detail.error], [409, 'idempotency_conflict']);
+    const otherKey = await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'k2' });
+    assert.notEqual(otherKey.body.action_id, first.body.action_id);
+    const otherAccount = await apiClient(stack.baseUrl, (await newAccount(stack.db, 20)).apiKey)('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'k1' });
+    assert.notEqual(otherAccount.body.action_id, first.body.action_id);
+  });
+
+  it('after the 5-minute window the same key makes a new action', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const first = await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'old' });
+    await stack.db.query(`UPDATE idempotency_keys SET created_at = now() - interval '301 seconds' WHERE account_id = $1`, [accountId]);
+    const later = await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'old' });
+    assert.equal(later.status, 200);
+    assert.notEqual(later.body.action_id, first.body.action_id);
+  });
+
+  it('a refused request (402) does not burn the key', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 0);
+    const call = apiClient(stack.baseUrl, apiKey);
+    assert.equal((await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'retry-me' })).status, 402);
+    const { grantToAccount } = await import('../../src/domain/accounts');
+    await grantToAccount(stack.db, accountId, 5);
+    assert.equal((await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'retry-me' })).status, 200);
+  });
+
+  it('422 for a key with bad characters or over 128 characters', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 20)).apiKey);
+    for (const key of ['has space', 'ключ', 'x'.repeat(129), 'a/b']) {
+      const res = await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': encodeURI(key) === key ? key : Buffer.from(key).toString('latin1') });
+      assert.equal(res.status, 422, key);
+      assert.deepEqual(res.body.detail[0].loc, ['header', 'Idempotency-Key']);
+    }
+    assert.equal((await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'x'.repeat(128) })).status, 200);
+  });
+});

@@ -1,0 +1,102 @@
+/**
+ * `Idempotency-Key`: a repeat within the window returns the first response and creates (and charges) nothing.
+ * The key is claimed inside the transaction that records the action, so two requests arriving together
+ * serialise on the key's primary key: the second waits, then reads the first one's answer.
+ */
+import { createHash } from 'node:crypto';
+import type { Context } from 'koa';
+import type { DataSource, EntityManager } from 'typeorm';
+import { sqlRow } from '../src/db/sql';
+import { AppError, ValidationFailed } from './errors';
+
+export const IDEMPOTENCY_WINDOW_SECONDS = 300;
+const KEY_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export const idempotencyHeader = {
+  name: 'Idempotency-Key',
+  description: 'Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response.',
+  schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' },
+};
+
+export interface IdempotencyClaim {
+  accountId: number;
+  /** What the key is scoped to besides the account: the endpoint or job type. */
+  scope: string;
+  key: string;
+  /** Fingerprint of the request, to refuse a repeat with a different body. */
+  requestHash: string;
+}
+
+export interface StoredResponse { status: number; body: unknown }
+
+/** Thrown inside the transaction when the key is already taken; the handler answers with the stored response. */
+export class IdempotentReplay extends Error {
+  constructor(readonly response: StoredResponse) {
+    super('idempotent replay');
+  }
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** The claim for this request, or undefined when no key was sent; 422 for a malformed key. */
+export function readIdempotencyKey(ctx: Context, accountId: number, scope: string, body: unknown): IdempotencyClaim | undefined {
+  const key = ctx.get('Idempotency-Key');
+  if (!key) return undefined;
+  if (!KEY_PATTERN.test(key)) {
+    throw new ValidationFailed([{
+      loc: ['header', 'Idempotency-Key'], msg: 'must be 1-128 characters of A-Z, a-z, 0-9, "-", "_", ".", ":"', type: 'pattern',
+    }]);
+  }
+  return { accountId, scope, key, requestHash: createHash('sha256').update(`${ctx.path}\n${canonical(body)}`).digest('hex') };
+}
+
+function replayOrConflict(claim: IdempotencyClaim, row: { request_hash: string; response_status: number; response_body: unknown }): StoredResponse {
+  if (row.request_hash !== claim.requestHash) {
+    throw new AppError(409, 'idempotency_conflict', 'This Idempotency-Key was used with a different request in the last 5 minutes');
+  }
+  return { status: row.response_status, body: row.response_body };
+}
+
+/** The stored response of a fresh earlier request with this key, if any (the cheap check before any work). */
+export async function findReplay(db: DataSource, claim: IdempotencyClaim): Promise<StoredResponse | undefined> {
+  const row = await sqlRow(db.manager,
+    `SELECT request_hash, response_status, response_body FROM idempotency_keys
+      WHERE account_id = $1 AND scope = $2 AND key = $3 AND created_at > now() - make_interval(secs => $4)`,
+    [claim.accountId, claim.scope, claim.key, IDEMPOTENCY_WINDOW_SECONDS]);
+  return row ? replayOrConflict(claim, row as never) : undefined;
+}
+
+/**
+ * Claims the key in the caller's transaction (taking over an expired claim), or throws IdempotentReplay with the
+ * first response. A concurrent first request makes this wait until it commits or rolls back.
+ */
+export async function claimKey(m: EntityManager, claim: IdempotencyClaim): Promise<void> {
+  const claimed = await sqlRow(m,
+    `INSERT INTO idempotency_keys AS k (account_id, scope, key, request_hash, response_status, response_body)
+     VALUES ($1, $2, $3, $4, 0, 'null')
+     ON CONFLICT (account_id, scope, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash, response_status = 0, response_body = 'null', created_at = now()
+      WHERE k.created_at <= now() - make_interval(secs => $5)
+     RETURNING key`,
+    [claim.accountId, claim.scope, claim.key, claim.requestHash, IDEMPOTENCY_WINDOW_SECONDS]);
+  if (claimed) return;
+  const row = await sqlRow(m, 'SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE account_id = $1 AND scope = $2 AND key = $3',
+    [claim.accountId, claim.scope, claim.key]);
+  throw new IdempotentReplay(replayOrConflict(claim, row as never));
+}
+
+export async function recordResponse(m: EntityManager, claim: IdempotencyClaim, response: StoredResponse): Promise<void> {
+  await m.query('UPDATE idempotency_keys SET response_status = $4, response_body = $5 WHERE account_id = $1 AND scope = $2 AND key = $3',
+    [claim.accountId, claim.scope, claim.key, response.status, JSON.stringify(response.body)]);
+}
+
+/** Deletes claims past the window (called now and then by the worker's housekeeping). */
+export async function purgeExpiredKeys(db: DataSource): Promise<void> {
+  await db.query(`DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)`, [IDEMPOTENCY_WINDOW_SECONDS * 2]);
+}
