@@ -18,6 +18,7 @@ import { healthRoutes } from './routes/health';
 import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';
 import { statusRoutes } from './routes/status';
+import { uploadRoutes } from './routes/uploads';
 import type { ApiServices } from './services';
 import { compileValidator } from './validation';
 
@@ -32,7 +33,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       prefix: V1_PREFIX,
       authenticated: true,
       documented: true,
-      routes: [...projectRoutes(services), ...generateRoutes(services), ...statusRoutes(services), ...infoRoutes(services)],
+      routes: [...projectRoutes(services), ...uploadRoutes(services), ...generateRoutes(services), ...statusRoutes(services), ...infoRoutes(services)],
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [] },
   ];

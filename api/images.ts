@@ -1,19 +1,28 @@
 /**
- * Turns an ImageInput into checked bytes: size capped before decoding, the real format sniffed from the bytes
- * (never trusted from `media_type`), and the pixels decoded once to prove the image is usable.
+ * Turns an ImageInput (HTTPS `url`, base64 `data`, or an `upl_` id in `data`) into checked bytes: size capped
+ * before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC converted to
+ * JPEG on arrival, and the pixels decoded once to prove the image is usable.
  */
+import { createHash } from 'node:crypto';
+import convertHeic from 'heic-convert';
 import sharp from 'sharp';
+import { sqlRow } from '../src/db/sql';
+import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../src/net/outbound';
 import { AppError, badRequest, imageTooLarge } from './errors';
+import type { ApiServices } from './services';
 
 export const MAX_IMAGE_BYTES = 15 * 1024 * 1024;
+const URL_FETCH_TIMEOUT_MS = 15_000;
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'heic';
 
 export interface CheckedImage {
   bytes: Buffer;
-  format: ImageFormat;
+  format: Exclude<ImageFormat, 'heic'>;
   width: number;
   height: number;
+  /** Set when the image is already stored (an upload). */
+  storedKey?: string;
 }
 
 export interface ImageInput { url?: string; data?: string; media_type?: string }
@@ -38,22 +47,72 @@ export function decodeBase64Image(text: string, where: string): Buffer {
   return Buffer.from(payload, 'base64');
 }
 
-export async function checkImage(bytes: Buffer, where: string): Promise<CheckedImage> {
-  if (bytes.length > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${bytes.length} bytes; the limit is ${MAX_IMAGE_BYTES}`);
-  const format = sniffImageFormat(bytes);
-  if (!format) throw badRequest(`${where} is not a JPEG, PNG, WebP or HEIC image`);
-  if (format === 'heic') throw badRequest(`${where}: HEIC input is not accepted yet; send JPEG, PNG or WebP`);
+/** Sniffs, converts HEIC, and decodes once; 400 for anything that is not a usable JPEG, PNG, WebP or HEIC. */
+export async function checkImage(original: Buffer, where: string): Promise<CheckedImage> {
+  if (original.length > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${original.length} bytes; the limit is ${MAX_IMAGE_BYTES}`);
+  const sniffed = sniffImageFormat(original);
+  if (!sniffed) throw badRequest(`${where} is not a JPEG, PNG, WebP or HEIC image`);
+  let bytes = original;
+  let format = sniffed;
+  if (sniffed === 'heic') {
+    try {
+      bytes = Buffer.from(await convertHeic({ buffer: original, format: 'JPEG', quality: 0.92 }));
+      format = 'jpeg';
+    } catch {
+      throw badRequest(`${where} cannot be decoded as HEIC`);
+    }
+  }
   try {
     const meta = await sharp(bytes, { failOn: 'error' }).metadata();
     if (!meta.width || !meta.height) throw new Error('no dimensions');
-    return { bytes, format, width: meta.width, height: meta.height };
+    return { bytes, format: format as CheckedImage['format'], width: meta.width, height: meta.height };
   } catch {
     throw badRequest(`${where} cannot be decoded as ${format.toUpperCase()}`);
   }
 }
 
-export async function readImageInput(input: ImageInput, where: string): Promise<CheckedImage> {
-  if (input.url !== undefined) throw new AppError(400, 'invalid_request', `${where}: image URLs are not accepted yet; send base64 data`);
-  if (input.data!.startsWith('upl_')) throw new AppError(400, 'invalid_request', `${where}: upload ids are not accepted yet; send base64 data`);
-  return checkImage(decodeBase64Image(input.data!, where), where);
+const EXTENSIONS: Record<CheckedImage['format'], string> = { jpeg: 'jpg', png: 'png', webp: 'webp' };
+
+/** Where checked bytes are stored: content-addressed, so a retry or a repeated image costs one file. */
+export function inputKey(image: Pick<CheckedImage, 'bytes' | 'format'>): string {
+  return `inputs/${createHash('sha256').update(image.bytes).digest('hex')}.${EXTENSIONS[image.format]}`;
+}
+
+export function imageReader({ db, store, outbound }: Pick<ApiServices, 'db' | 'store' | 'outbound'>) {
+  async function fromUrl(url: string, where: string): Promise<CheckedImage> {
+    try {
+      const { bytes } = await outbound.fetchBytes(url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: URL_FETCH_TIMEOUT_MS });
+      return await checkImage(bytes, where);
+    } catch (err) {
+      if (err instanceof OutboundTooLarge) throw imageTooLarge(`${where}: the image ${err.message}`);
+      if (err instanceof OutboundRefused) throw badRequest(`${where}: the URL ${err.message}`);
+      if (err instanceof OutboundFailed) throw badRequest(`${where}: the image could not be fetched (${err.message})`);
+      throw err;
+    }
+  }
+
+  async function fromUpload(uploadId: string, where: string, accountId: number): Promise<CheckedImage> {
+    const upload = await sqlRow(db.manager,
+      'SELECT input_key, format, width, height, expires_at, account_id FROM uploads WHERE id = $1', [uploadId]);
+    if (!upload || upload.account_id !== accountId) throw new AppError(400, 'upload_not_found', `${where}: upload ${uploadId} does not exist`);
+    if (new Date(upload.expires_at).getTime() <= Date.now()) throw new AppError(400, 'upload_expired', `${where}: upload ${uploadId} has expired; upload the image again`);
+    return { bytes: await store.read(upload.input_key), format: upload.format, width: upload.width, height: upload.height, storedKey: upload.input_key };
+  }
+
+  /** Reads one ImageInput of the calling account. */
+  return async function readImage(input: ImageInput, where: string, accountId: number): Promise<CheckedImage> {
+    if (input.url !== undefined) return fromUrl(input.url, where);
+    if (input.data!.startsWith('upl_')) return fromUpload(input.data!, where, accountId);
+    return checkImage(decodeBase64Image(input.data!, where), where);
+  };
+}
+
+/** Stores checked images that are not stored yet and answers their keys, in order. */
+export async function storeImages({ store }: Pick<ApiServices, 'store'>, images: CheckedImage[]): Promise<string[]> {
+  return Promise.all(images.map(async (image) => {
+    if (image.storedKey) return image.storedKey;
+    const key = inputKey(image);
+    await store.put(key, image.bytes);
+    return key;
+  }));
 }

@@ -4,6 +4,7 @@ import type { Config } from '../src/config';
 import type { ImageProvider } from '../src/providers/provider';
 import type { AssetStore } from '../src/storage/asset-store';
 import type { UrlSigner } from '../src/storage/signed-urls';
+import type { OutboundPolicy } from '../src/net/outbound';
 import type { DefaultGrouping } from '../src/db/entities/api-key';
 
 /** Everything the API's handlers use, built once at start. */
@@ -15,6 +16,8 @@ export interface ApiServices {
   signer: UrlSigner;
   /** Used only for the synchronous detection of missing product fields. */
   provider: ImageProvider;
+  /** Fetches of image URLs (and later webhook deliveries) go through this policy. */
+  outbound: OutboundPolicy;
 }
 
 /** Who is calling: set by the auth middleware on `ctx.state.caller`. */

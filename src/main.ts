@@ -11,6 +11,7 @@ import { loadConfig } from './config';
 import { openDatabase } from './db/data-source';
 import { log } from './log';
 import { LocalRenderer } from './providers/local-renderer';
+import { OutboundPolicy } from './net/outbound';
 import { FileAssetStore } from './storage/asset-store';
 import { loadSigningSecret, UrlSigner } from './storage/signed-urls';
 import { connectClient } from './temporal/client';
@@ -60,7 +61,7 @@ async function main(mode: Mode): Promise<void> {
   let server: http.Server | undefined;
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSigningSecret(config.assetSigningSecret, config.dataDir), config.publicBaseUrl);
-    const app = createApp({ config, db, temporal, store, signer, provider });
+    const app = createApp({ config, db, temporal, store, signer, provider, outbound: new OutboundPolicy(config.outboundAllowCidrs) });
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));

@@ -2,7 +2,6 @@
  * POST /generate/photo: validate, detect what is missing, then in one transaction place the card, record the
  * pending action and hold its price; after commit, start the action's workflow.
  */
-import { createHash } from 'node:crypto';
 import { log } from '../../src/log';
 import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
 import { closeAction } from '../../src/domain/action-states';
@@ -15,7 +14,7 @@ import type { ActionProduct, ActionType } from '../../src/db/entities/action';
 import { claimKey, findReplay, idempotencyHeader, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse } from '../idempotency';
 import { badRequest, generationUnavailable, insufficientTokens } from '../errors';
 import { resolveProject } from '../grouping';
-import { CheckedImage, readImageInput } from '../images';
+import { imageReader, storeImages } from '../images';
 import { resolveLocale } from '../locale';
 import type { Route } from '../route';
 import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
@@ -23,17 +22,6 @@ import { ref } from '../schemas/shared';
 import type { ApiServices, Caller } from '../services';
 
 export const V1_PREFIX = '/api/v1/public';
-
-const EXTENSIONS: Record<CheckedImage['format'], string> = { jpeg: 'jpg', png: 'png', webp: 'webp', heic: 'heic' };
-
-/** Stores request images content-addressed, so a retried request or a duplicate image costs one file. */
-async function storeInputs({ store }: ApiServices, images: CheckedImage[]): Promise<string[]> {
-  return Promise.all(images.map(async (image) => {
-    const key = `inputs/${createHash('sha256').update(image.bytes).digest('hex')}.${EXTENSIONS[image.format]}`;
-    await store.put(key, image.bytes);
-    return key;
-  }));
-}
 
 interface NewAction<R> {
   caller: Caller;
@@ -113,6 +101,7 @@ export function send(ctx: Context, response: StoredResponse, replayed?: boolean)
 
 export function generateRoutes(services: ApiServices): Route[] {
   const { db, provider } = services;
+  const readImage = imageReader(services);
   return [
     {
       method: 'post', path: '/generate/photo', operationId: 'generatePhoto', tag: 'Generation',
@@ -121,7 +110,7 @@ export function generateRoutes(services: ApiServices): Route[] {
       headers: [idempotencyHeader],
       responses: {
         200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') },
-        400: { description: '`invalid_request`: an image cannot be read, or concept_id does not belong to category_id' },
+        400: { description: '`invalid_request`: an image cannot be read or fetched, or concept_id does not belong to category_id; `upload_not_found`, `upload_expired`' },
         402: { description: '`insufficient_tokens`; details: available, required' },
         409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
         403: { description: '`forbidden`: project_id belongs to another account' },
@@ -136,7 +125,7 @@ export function generateRoutes(services: ApiServices): Route[] {
         if (earlier) return send(ctx, earlier, true);
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
         const images = [];
-        for (const [index, input] of body.images.entries()) images.push(await readImageInput(input, `images[${index}]`));
+        for (const [index, input] of body.images.entries()) images.push(await readImage(input, `images[${index}]`, caller.accountId));
 
         let categoryId = body.category_id ?? (body.concept_id ? categoryOfConcept(body.concept_id)?.id : undefined);
         let productName = body.product_name;
@@ -154,7 +143,7 @@ export function generateRoutes(services: ApiServices): Route[] {
         }
 
         const price = photoPrice(await readPriceList(db.manager), body.resolution);
-        const inputs = await storeInputs(services, images);
+        const inputs = await storeImages(services, images);
         const response = await submitAction(services, {
           caller, type: 'generate', product: 'photo', price, aspectRatio: body.aspect_ratio, projectId: body.project_id,
           projectHints: { name: productName, productName, categoryId, conceptId },

@@ -12,10 +12,12 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../api/app';
 import { openDatabase } from '../../src/db/data-source';
+import { loadConfig } from '../../src/config';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import type { ImageProvider } from '../../src/providers/provider';
 import { FileAssetStore } from '../../src/storage/asset-store';
 import { UrlSigner } from '../../src/storage/signed-urls';
+import { OutboundPolicy } from '../../src/net/outbound';
 import { connectClient } from '../../src/temporal/client';
 import { createWorker } from '../../src/temporal/worker';
 import { testEnvironment } from './environment';
@@ -36,6 +38,7 @@ export interface StackOptions {
   withWorker?: boolean;
   provider?: ImageProvider;
   taskQueue?: string;
+  outboundAllowCidrs?: string[];
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -62,7 +65,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const signer = new UrlSigner('test-signing-secret', baseUrl);
   const app = createApp({
     config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl },
-    db, temporal, store, signer, provider,
+    db, temporal, store, signer, provider, outbound: new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs),
   });
   server.on('request', app.callback());
 

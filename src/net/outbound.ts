@@ -1,0 +1,165 @@
+/**
+ * Outbound HTTP that cannot be pointed at us: HTTPS only; every address a host resolves to is checked against
+ * the private, loopback, link-local and other internal ranges inside the socket's own DNS lookup, so the address
+ * checked is the address connected to (a DNS answer cannot swap it afterwards); redirects are followed by hand and
+ * checked again; the body is capped while streaming; connect and total time are bounded.
+ * `OUTBOUND_ALLOW_CIDRS` lets an operator allow chosen ranges (tests use it for loopback).
+ */
+import dns from 'node:dns';
+import https from 'node:https';
+import net from 'node:net';
+
+const BLOCKED_V4 = [
+  '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.0.0.0/24',
+  '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24',
+  '224.0.0.0/4', '240.0.0.0/4',
+];
+const BLOCKED_V6 = ['::/128', '::1/128', '64:ff9b::/96', '100::/64', '2001::/23', '2001:db8::/32', 'fc00::/7', 'fe80::/10', 'ff00::/8'];
+
+function blockList(cidrs: string[]): net.BlockList {
+  const list = new net.BlockList();
+  for (const cidr of cidrs) {
+    const [address, bits] = cidr.trim().split('/');
+    const family = net.isIPv6(address) ? 'ipv6' : 'ipv4';
+    if (!net.isIP(address)) throw new Error(`not a CIDR: ${cidr}`);
+    list.addSubnet(address, Number(bits ?? (family === 'ipv6' ? 128 : 32)), family);
+  }
+  return list;
+}
+
+export class OutboundRefused extends Error {
+  readonly name = 'OutboundRefused';
+}
+export class OutboundFailed extends Error {
+  readonly name = 'OutboundFailed';
+  constructor(message: string, readonly status?: number) {
+    super(message);
+  }
+}
+export class OutboundTooLarge extends Error {
+  readonly name = 'OutboundTooLarge';
+}
+
+export class OutboundPolicy {
+  private readonly blocked = blockList([...BLOCKED_V4, ...BLOCKED_V6]);
+  private readonly allowed: net.BlockList;
+
+  constructor(allowCidrs: string[] = []) {
+    this.allowed = blockList(allowCidrs);
+  }
+
+  /** Whether we may connect to this IP address. IPv4-mapped IPv6 addresses are judged as IPv4. */
+  permits(address: string): boolean {
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+    const ip = mapped ?? address;
+    const family = net.isIPv6(ip) ? 'ipv6' : 'ipv4';
+    return this.allowed.check(ip, family) || !this.blocked.check(ip, family);
+  }
+
+  /** Checks a URL's form: HTTPS, a host, no credentials. Throws OutboundRefused with the rule that failed. */
+  checkUrl(raw: string): URL {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new OutboundRefused('is not a valid URL');
+    }
+    if (url.protocol !== 'https:') throw new OutboundRefused('must use HTTPS');
+    if (url.username || url.password) throw new OutboundRefused('must not carry credentials');
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host) && !this.permits(host)) throw new OutboundRefused('points to a private or local address');
+    return url;
+  }
+
+  /** Resolves the host and checks every address (registration-time check; sending re-checks on connect). */
+  async checkResolves(url: URL): Promise<void> {
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host)) return;
+    let addresses: dns.LookupAddress[];
+    try {
+      addresses = await dns.promises.lookup(host, { all: true });
+    } catch {
+      throw new OutboundRefused('has a host that does not resolve');
+    }
+    if (addresses.length === 0) throw new OutboundRefused('has a host that does not resolve');
+    if (addresses.some((a) => !this.permits(a.address))) throw new OutboundRefused('points to a private or local address');
+  }
+
+  /** The socket lookup: resolve, refuse if any answer is internal, connect to what was checked. */
+  private readonly lookup: net.LookupFunction = (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 4);
+      const list = addresses as unknown as dns.LookupAddress[];
+      const refused = list.find((a) => !this.permits(a.address));
+      if (refused || list.length === 0) {
+        return callback(Object.assign(new OutboundRefused('points to a private or local address'), { code: 'EOUTBOUNDREFUSED' }), '', 4);
+      }
+      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+      return callback(null, list[0].address, list[0].family);
+    });
+  };
+
+  /** One HTTPS request under the policy; `body` is sent as is. */
+  request(url: URL, init: { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number }): Promise<{ response: import('node:http').IncomingMessage; remoteAddress: string }> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(url, {
+        method: init.method, headers: init.headers, lookup: this.lookup, timeout: init.timeoutMs, agent: false,
+      }, (response) => {
+        const remoteAddress = response.socket.remoteAddress ?? '';
+        if (!this.permits(remoteAddress)) {
+          response.destroy();
+          reject(new OutboundRefused('points to a private or local address'));
+          return;
+        }
+        resolve({ response, remoteAddress });
+      });
+      req.on('timeout', () => req.destroy(new OutboundFailed(`timed out after ${init.timeoutMs} ms`)));
+      req.on('error', (err) => reject(err instanceof OutboundRefused || err instanceof OutboundFailed ? err
+        : (err as { code?: string }).code === 'EOUTBOUNDREFUSED' ? new OutboundRefused('points to a private or local address')
+          : new OutboundFailed(err.message)));
+      req.end(init.body);
+    });
+  }
+
+  /** GET with redirects (each re-checked) and a size cap; answers the body and its content type. */
+  async fetchBytes(raw: string, options: { maxBytes: number; timeoutMs: number; maxRedirects?: number }): Promise<{ bytes: Buffer; contentType: string | undefined }> {
+    let url = this.checkUrl(raw);
+    const deadline = Date.now() + options.timeoutMs;
+    for (let hop = 0; hop <= (options.maxRedirects ?? 3); hop++) {
+      const remaining = Math.max(1, deadline - Date.now());
+      const { response } = await this.request(url, { method: 'GET', headers: { Accept: 'image/*' }, timeoutMs: remaining });
+      const status = response.statusCode ?? 0;
+      if (status >= 300 && status < 400 && response.headers.location) {
+        response.resume();
+        url = this.checkUrl(new URL(response.headers.location, url).toString());
+        continue;
+      }
+      if (status !== 200) {
+        response.resume();
+        throw new OutboundFailed(`answered HTTP ${status}`, status);
+      }
+      const declared = Number(response.headers['content-length'] ?? 0);
+      if (declared > options.maxBytes) {
+        response.destroy();
+        throw new OutboundTooLarge(`is ${declared} bytes; the limit is ${options.maxBytes}`);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const timer = setTimeout(() => response.destroy(new OutboundFailed(`timed out after ${options.timeoutMs} ms`)), remaining);
+      try {
+        for await (const chunk of response) {
+          size += (chunk as Buffer).length;
+          if (size > options.maxBytes) {
+            response.destroy();
+            throw new OutboundTooLarge(`is over ${options.maxBytes} bytes`);
+          }
+          chunks.push(chunk as Buffer);
+        }
+      } finally {
+        clearTimeout(timer);
+      }
+      return { bytes: Buffer.concat(chunks), contentType: response.headers['content-type'] };
+    }
+    throw new OutboundFailed('redirected too many times');
+  }
+}

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { OutboundPolicy } from '../../src/net/outbound';
+import { actionWorkflowId } from '../../src/temporal/contract';
+import { apiClient, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { Stack, startStack } from '../support/stack';
+
+const FIXTURES = path.resolve(__dirname, '../../../test/fixtures');
+
+describe('outbound address policy', () => {
+  const policy = new OutboundPolicy();
+  it('refuses private, loopback, link-local and other internal addresses, IPv4 and IPv6', () => {
+    for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '224.0.0.1']) {
+      assert.equal(policy.permits(ip), false, ip);
+    }
+    for (const ip of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) assert.equal(policy.permits(ip), true, ip);
+  });
+
+  it('lets OUTBOUND_ALLOW_CIDRS open chosen ranges only', () => {
+    const loopback = new OutboundPolicy(['127.0.0.0/8']);
+    assert.equal(loopback.permits('127.0.0.1'), true);
+    assert.equal(loopback.permits('10.0.0.1'), false);
+  });
+
+  it('checks URLs: HTTPS only, no credentials, no internal literal addresses, hosts that resolve', async () => {
+    assert.throws(() => policy.checkUrl('http://example.com/a.jpg'), /HTTPS/);
+    assert.throws(() => policy.checkUrl('https://user:pw@example.com/a.jpg'), /credentials/);
+    assert.throws(() => policy.checkUrl('https://[::1]/a.jpg'), /private or local/);
+    assert.throws(() => policy.checkUrl('https://10.0.0.1/a.jpg'), /private or local/);
+    await assert.rejects(policy.checkResolves(new URL('https://localhost/a.jpg')), /private or local/);
+    await assert.rejects(policy.checkResolves(new URL('https://no-such-host.invalid/a.jpg')), /does not resolve/);
+  });
+});
+
+describe('image inputs over HTTP', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  let images: TestHttpsServer;
+  let jpeg: Buffer;
+  before(async () => {
+    stack = await startStack();
+    jpeg = Buffer.from(await jpegBase64(320, 400, '#a05020'), 'base64');
+    const png = await sharp(jpeg).png().toBuffer();
+    images = await startHttpsServer((req, res) => {
+      if (req.url === '/product.jpg') return void res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg);
+      if (req.url === '/mislabelled') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).end(png);
+      if (req.url === '/moved') return void res.writeHead(302, { Location: '/product.jpg' }).end();
+      if (req.url === '/to-http') return void res.writeHead(302, { Location: 'http://localhost/product.jpg' }).end();
+      if (req.url === '/huge') {
+        res.writeHead(200, { 'Content-Type': 'image/jpeg' });
+        const chunk = Buffer.alloc(1024 * 1024, 7);
+        for (let i = 0; i < 16; i++) res.write(chunk);
+        return void res.end();
+      }
+      res.writeHead(404).end();
+    });
+  });
+  after(async () => {
+    await images.close();
+    await stack.stop();
+  });
+
+  async function generate(call: ReturnType<typeof apiClient>, image: Record<string, string>) {
+    return call('POST', `${V1}/generate/photo`, { images: [image], product_name: 'Bag', category_id: 'wearables' });
+  }
+
+  it('fetches an HTTPS URL (after a redirect too) and sniffs the real format', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    for (const file of ['/product.jpg', '/moved', '/mislabelled']) {
+      const res = await generate(call, { url: `${images.url}${file}` });
+      assert.equal(res.status, 200, `${file}: ${JSON.stringify(res.body)}`);
+      assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+    }
+  });
+
+  it('refuses URLs that are not HTTPS (422), redirect to HTTP, fail, or are too large', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    assert.equal((await generate(call, { url: 'http://localhost/product.jpg' })).status, 422);
+    const downgraded = await generate(call, { url: `${images.url}/to-http` });
+    assert.deepEqual([downgraded.status, downgraded.body.detail.error], [400, 'invalid_request']);
+    const missing = await generate(call, { url: `${images.url}/nothing-here` });
+    assert.deepEqual([missing.status, missing.body.detail.error], [400, 'invalid_request']);
+    assert.match(missing.body.detail.message, /HTTP 404/);
+    const huge = await generate(call, { url: `${images.url}/huge` });
+    assert.deepEqual([huge.status, huge.body.detail.error], [413, 'image_too_large']);
+  });
+
+  it('refuses loopback when OUTBOUND_ALLOW_CIDRS does not allow it, checked on the connected address', async () => {
+    const strict = await startStack({ withWorker: false, outboundAllowCidrs: [] });
+    try {
+      const call = apiClient(strict.baseUrl, (await newAccount(strict.db, 50)).apiKey);
+      const res = await generate(call, { url: `${images.url}/product.jpg` });
+      assert.deepEqual([res.status, res.body.detail.error], [400, 'invalid_request']);
+      assert.match(res.body.detail.message, /private or local/);
+      assert.equal(images.requests.filter((r) => r.path === '/product.jpg').length, 2, 'the refused fetch never reached the server');
+    } finally {
+      await strict.stop();
+    }
+  });
+
+  it('converts HEIC on arrival', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const heic = readFileSync(path.join(FIXTURES, 'sample.heic')).toString('base64');
+    const res = await generate(call, { data: heic, media_type: 'image/heic' });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const [action] = await stack.db.query('SELECT params FROM actions WHERE id = $1', [res.body.action_id]);
+    assert.match(action.params.inputs[0], /\.jpg$/);
+    assert.equal((await sharp(await stack.store.read(action.params.inputs[0])).metadata()).format, 'jpeg');
+    assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+  });
+
+  it('accepts PNG and WebP whatever media_type says', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    for (const bytes of [await sharp(jpeg).png().toBuffer(), await sharp(jpeg).webp().toBuffer()]) {
+      const res = await generate(call, { data: bytes.toString('base64'), media_type: 'image/gif' });
+      assert.equal(res.status, 200);
+    }
+  });
+
+  describe('uploads', () => {
+    it('POST /upload gives an upl_ id for an hour that generation accepts in `data`', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const upload = await call('POST', `${V1}/upload`, { image: { data: jpeg.toString('base64'), media_type: 'image/jpeg' } });
+      assert.equal(upload.status, 201);
+      assert.match(upload.body.upload_id, /^upl_[A-Za-z0-9_-]{20,}$/);
+      assert.equal(upload.body.expires_in, 3600);
+      const res = await generate(call, { data: upload.body.upload_id });
+      assert.equal(res.status, 200);
+      assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+    });
+
+    it('refuses unknown, foreign and expired upload ids with their own codes', async () => {
+      const owner = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const stranger = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const upload = (await owner('POST', `${V1}/upload`, { image: { data: jpeg.toString('base64') } })).body;
+      const unknown = await generate(owner, { data: 'upl_doesnotexist' });
+      assert.deepEqual([unknown.status, unknown.body.detail.error], [400, 'upload_not_found']);
+      const foreign = await generate(stranger, { data: upload.upload_id });
+      assert.deepEqual([foreign.status, foreign.body.detail.error], [400, 'upload_not_found']);
+      await stack.db.query(`UPDATE uploads SET expires_at = now() - interval '1 second' WHERE id = $1`, [upload.upload_id]);
+      const expired = await generate(owner, { data: upload.upload_id });
+      assert.deepEqual([expired.status, expired.body.detail.error], [400, 'upload_expired']);
+    });
+
+    it('allows 20 active uploads per account, then 429 upload_limit_exceeded', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const data = jpeg.toString('base64');
+      const answers = await Promise.all(Array.from({ length: 22 }, () => call('POST', `${V1}/upload`, { image: { data } })));
+      assert.equal(answers.filter((a) => a.status === 201).length, 20);
+      const refused = answers.filter((a) => a.status === 429);
+      assert.equal(refused.length, 2);
+      assert.equal(refused[0].body.detail.error, 'upload_limit_exceeded');
+      assert.equal(refused[0].body.detail.details.limit, 20);
+      assert.ok(Number(refused[0].headers.get('retry-after')) > 3500);
+    });
+
+    it('refuses what is not an image (400) and what is too large (413)', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const notImage = await call('POST', `${V1}/upload`, { image: { data: Buffer.from('plain text').toString('base64') } });
+      assert.deepEqual([notImage.status, notImage.body.detail.error], [400, 'invalid_request']);
+      const big = await call('POST', `${V1}/upload`, { image: { data: Buffer.alloc(15 * 1024 * 1024 + 10).toString('base64') } });
+      assert.deepEqual([big.status, big.body.detail.error], [413, 'image_too_large']);
+    });
+  });
+});

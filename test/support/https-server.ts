@@ -1,0 +1,41 @@
+/** A real HTTPS server on loopback with the suite's test certificate (see run-tests.ts). */
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+import path from 'node:path';
+
+export interface TestHttpsServer {
+  url: string;
+  requests: { method: string; path: string; headers: IncomingMessage['headers']; body: Buffer }[];
+  close(): Promise<void>;
+}
+
+export async function startHttpsServer(
+  handler: (req: IncomingMessage, res: ServerResponse, body: Buffer) => void | Promise<void>,
+): Promise<TestHttpsServer> {
+  const dir = process.env.TEST_TLS_DIR;
+  if (!dir) throw new Error('TEST_TLS_DIR is not set: run the suite with `npm test`');
+  const requests: TestHttpsServer['requests'] = [];
+  const server = https.createServer({
+    key: readFileSync(path.join(dir, 'localhost-key.pem')),
+    cert: readFileSync(path.join(dir, 'localhost-cert.pem')),
+  }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      requests.push({ method: req.method!, path: req.url!, headers: req.headers, body });
+      void Promise.resolve(handler(req, res, body)).catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `https://localhost:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
