@@ -4,13 +4,16 @@
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Action } from '../src/db/entities';
-import { PhotoJob, ProviderError } from '../src/providers/provider';
+import type { ActionProduct } from '../src/db/entities/action';
+import type { ParamsByProduct } from '../src/domain/action-params';
+import { ProviderError, RenderedAsset } from '../src/providers/provider';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';
 
 /** Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout. */
 async function heartbeating<T>(work: Promise<T>): Promise<T> {
   const ctx = Context.current();
+  ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), 2_000);
   try {
     return await work;
@@ -31,14 +34,27 @@ function toFailure(err: unknown): unknown {
   return err;
 }
 
+type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal) => Promise<RenderedAsset> };
+
 export function createGenerateAssetActivities({ db, store, provider }: ActivityDeps) {
+  const read = (key: string) => store.read(key);
+  const readOptional = (key: string | undefined) => (key ? store.read(key) : Promise.resolve(undefined));
+
+  const render: Renderers = {
+    photo: async (p, signal) => provider.renderPhoto({ ...p, images: await Promise.all(p.inputs.map(read)) }, signal),
+    card: async (p, signal) => provider.renderCard({
+      ...p, images: await Promise.all(p.inputs.map(read)), designReference: await readOptional(p.designReference),
+    }, signal),
+    video: async (p, signal) => provider.renderVideo({ ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) }, signal),
+    edit: async (p, signal) => provider.renderEdit({ source: await read(p.source), instruction: p.instruction }, signal),
+  };
+
   return {
     async generateAsset(actionId: number): Promise<string> {
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
-      const params = action.params as unknown as Omit<PhotoJob, 'images'> & { inputs: string[] };
-      const images = await Promise.all(params.inputs.map((key) => store.read(key)));
       try {
-        const rendered = await heartbeating(provider.renderPhoto({ ...params, images }, Context.current().cancellationSignal));
+        const renderer = render[action.product] as (params: unknown, signal: AbortSignal) => Promise<RenderedAsset>;
+        const rendered = await heartbeating(renderer(action.params, Context.current().cancellationSignal));
         const key = `results/${actionId}.${rendered.extension}`;
         await store.put(key, rendered.bytes);
         return key;

@@ -13,7 +13,9 @@ import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { buildOpenApiDocument } from './openapi';
 import type { Route, RouteGroup } from './route';
-import { generateRoutes, V1_PREFIX } from './routes/generate';
+import { V1_PREFIX } from './actions/submit';
+import { editRoutes } from './routes/edit';
+import { generateRoutes } from './routes/generate';
 import { healthRoutes } from './routes/health';
 import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';
@@ -33,7 +35,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       prefix: V1_PREFIX,
       authenticated: true,
       documented: true,
-      routes: [...projectRoutes(services), ...uploadRoutes(services), ...generateRoutes(services), ...statusRoutes(services), ...infoRoutes(services)],
+      routes: [...projectRoutes(services), ...uploadRoutes(services), ...generateRoutes(services), ...editRoutes(services), ...statusRoutes(services), ...infoRoutes(services)],
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [] },
   ];

@@ -25,6 +25,8 @@ export interface Config {
   /** Time the local renderer takes per image, so that processing, cancel and restart can be observed. */
   localRendererDelayMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** The ffmpeg binary of the local renderer; else one on PATH, else the one shipped in node_modules. */
+  ffmpegPath: string | undefined;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
 }
@@ -61,6 +63,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
     localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
+    ffmpegPath: str('FFMPEG_PATH'),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

@@ -46,7 +46,7 @@ async function main(mode: Mode): Promise<void> {
   const db = await openDatabase(config.databaseUrl, { migrate: true });
   const temporal = await connectClient(address, config.temporalNamespace);
   const store = new FileAssetStore(config.assetsDir);
-  const provider = new LocalRenderer({ delayMs: config.localRendererDelayMs });
+  const provider = new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath });
 
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;

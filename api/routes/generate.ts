@@ -1,165 +1,206 @@
 /**
- * POST /generate/photo: validate, detect what is missing, then in one transaction place the card, record the
- * pending action and hold its price; after commit, start the action's workflow.
+ * POST /generate/photo, /generate/card and /generate/video: validate, read the images, detect what is missing,
+ * price, then submit (one transaction for card, action and hold; then the workflow).
  */
-import { log } from '../../src/log';
-import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
-import { closeAction } from '../../src/domain/action-states';
-import { holdSparks, InsufficientSparks, settleHold } from '../../src/domain/billing';
-import { photoPrice, readPriceList } from '../../src/domain/pricing';
-import { sqlRow } from '../../src/db/sql';
-import { startActionWorkflow } from '../../src/temporal/start-action';
 import type { Context } from 'koa';
-import type { ActionProduct, ActionType } from '../../src/db/entities/action';
-import { claimKey, findReplay, idempotencyHeader, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse } from '../idempotency';
-import { badRequest, generationUnavailable, insufficientTokens } from '../errors';
-import { resolveProject } from '../grouping';
-import { imageReader, storeImages } from '../images';
-import { resolveLocale } from '../locale';
-import type { Route } from '../route';
-import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
+import type { CardParams, PhotoParams, VideoParams } from '../../src/domain/action-params';
+import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
+import { photoPrice, readPriceList } from '../../src/domain/pricing';
+import { send, submitAction, V1_PREFIX } from '../actions/submit';
+import { AppError, badRequest, unsupportedParameter } from '../errors';
+import { findReplay, idempotencyHeader, IdempotencyClaim, readIdempotencyKey } from '../idempotency';
+import { CheckedImage, ImageInput, imageReader, storeImages } from '../images';
+import { Locale, resolveLocale } from '../locale';
+import type { Route, RouteResponse } from '../route';
+import { CardRequest, cardRequestSchema, PhotoRequest, photoRequestSchema, VideoRequest, videoRequestSchema } from '../schemas/generate';
 import { ref } from '../schemas/shared';
 import type { ApiServices, Caller } from '../services';
 
-export const V1_PREFIX = '/api/v1/public';
+export { V1_PREFIX };
 
-interface NewAction<R> {
-  caller: Caller;
-  type: ActionType;
-  product: ActionProduct;
-  price: number;
-  aspectRatio: string;
-  projectId?: number;
-  projectHints: Parameters<typeof resolveProject>[3];
-  params: Record<string, unknown>;
-  clientGroupId?: string;
-  webhookUrl?: string;
-  idempotency?: IdempotencyClaim;
-  /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
-  respond(placed: PlacedAction): R;
-}
+export const MIN_VIDEO_SIDE = 300;
 
-export interface PlacedAction { actionId: number; projectId: number; cardId: number }
+const ERRORS: Record<number, RouteResponse> = {
+  400: { description: '`invalid_request`: an image cannot be read or fetched, or concept_id does not belong to category_id; `upload_not_found`, `upload_expired`' },
+  402: { description: '`insufficient_tokens`; details: available, required' },
+  403: { description: '`forbidden`: project_id belongs to another account' },
+  404: { description: '`not_found`: project_id does not exist' },
+  409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
+  413: { description: '`image_too_large`: an image is over 15 MB decoded' },
+  503: { description: '`generation_unavailable`: the workflow could not be started; nothing was held' },
+};
 
-/**
- * The shared tail of every v1 generation: claim the idempotency key, record and hold in one transaction, then
- * start the workflow. Answers the response body, or the first response when the key was already used.
- */
-export async function submitAction<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
-  try {
-    return await placeAndStart(services, spec);
-  } catch (err) {
-    if (err instanceof IdempotentReplay) return { ...err.response, replayed: true };
-    throw err;
-  }
-}
-
-async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse> {
-  const { db, temporal, config } = services;
-  const { placed, response } = await db.transaction(async (m) => {
-    if (spec.idempotency) await claimKey(m, spec.idempotency);
-    const projectId = await resolveProject(m, spec.caller, spec.projectId, spec.projectHints);
-    const card = await sqlRow(m,
-      `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
-      [spec.caller.accountId, projectId, spec.product === 'video' ? 'video' : 'photo', spec.aspectRatio]);
-    const action = await sqlRow(m,
-      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, depth, price, params, client_group_id, webhook_url)
-       VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $7, $8, $9) RETURNING id`,
-      [spec.caller.accountId, projectId, card!.id, spec.type, spec.product, spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null]);
-    try {
-      await holdSparks(m, spec.caller.accountId, action!.id, spec.price);
-    } catch (err) {
-      if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
-      throw err;
-    }
-    const placed: PlacedAction = { actionId: action!.id, projectId, cardId: card!.id };
-    const response: StoredResponse = { status: 200, body: spec.respond(placed) };
-    if (spec.idempotency) await recordResponse(m, spec.idempotency, response);
-    return { placed, response };
-  });
-
-  try {
-    await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
-  } catch (err) {
-    // Temporal is unreachable: undo the hold and close the action, so nothing stays pending or reserved.
-    log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });
-    await db.transaction(async (m) => {
-      await settleHold(m, placed.actionId, 'released');
-      await closeAction(m, placed.actionId, 'failed', 'Generation was unavailable', ['pending']);
-    });
-    throw generationUnavailable();
-  }
-  return response;
-}
-
-/** Writes a stored (or fresh) response; a replay is marked so clients can tell. */
-export function send(ctx: Context, response: StoredResponse, replayed?: boolean): void {
-  ctx.status = response.status;
-  ctx.body = response.body;
-  if (replayed) ctx.set('Idempotent-Replayed', 'true');
-}
+interface Detected { categoryId: string; conceptId: string; productName: string; qualities?: string[]; detected: boolean }
 
 export function generateRoutes(services: ApiServices): Route[] {
   const { db, provider } = services;
   const readImage = imageReader(services);
+
+  async function readImages(inputs: ImageInput[], field: string, caller: Caller): Promise<CheckedImage[]> {
+    const images: CheckedImage[] = [];
+    for (const [index, input] of inputs.entries()) images.push(await readImage(input, `${field}[${index}]`, caller.accountId));
+    return images;
+  }
+
+  /**
+   * Fills category, concept and product name: sent values win, a sent catalogue concept implies its category,
+   * the rest is detected from the photos. `needQualities` asks for the detected qualities too.
+   */
+  async function detect(
+    images: CheckedImage[], locale: Locale,
+    sent: { category_id?: string; concept_id?: string; product_name?: string }, defaultConcept: string | undefined, needQualities = false,
+  ): Promise<Detected> {
+    let categoryId = sent.category_id ?? (sent.concept_id ? categoryOfConcept(sent.concept_id)?.id : undefined);
+    let productName = sent.product_name;
+    let qualities: string[] | undefined;
+    let detected = false;
+    if (!categoryId || !productName || needQualities) {
+      const analysis = await provider.analyze(images.map((i) => i.bytes), locale);
+      qualities = analysis.qualities;
+      if (!categoryId) [categoryId, detected] = [analysis.category_id, true];
+      if (!productName) [productName, detected] = [analysis.product_name, true];
+    }
+    const category = findCategory(categoryId)!;
+    let conceptId = sent.concept_id;
+    if (!conceptId) {
+      conceptId = defaultConcept ?? category.concepts[0].id;
+      if (!defaultConcept) detected = true;
+    } else if (categoryOfConcept(conceptId) && !category.concepts.some((c) => c.id === conceptId)) {
+      throw badRequest(`concept_id "${conceptId}" does not belong to category "${categoryId}"`);
+    }
+    return { categoryId, conceptId, productName, qualities, detected };
+  }
+
+  const detectedView = (d: Detected) =>
+    d.detected ? { category_id: d.categoryId, concept_id: d.conceptId, product_name: d.productName } : null;
+
+  /** The repeat of an earlier request with the same Idempotency-Key, answered before any work. */
+  async function replayed(ctx: Context, scope: string, body: unknown): Promise<{ claim?: IdempotencyClaim; done: boolean }> {
+    const claim = readIdempotencyKey(ctx, (ctx.state.caller as Caller).accountId, scope, body);
+    const earlier = claim && (await findReplay(db, claim));
+    if (earlier) send(ctx, earlier, true);
+    return { claim, done: Boolean(earlier) };
+  }
+
+  const generationResponse = (placed: { actionId: number; projectId: number; cardId: number }, detected: object | null) => ({
+    action_id: placed.actionId,
+    status: 'pending' as const,
+    poll_url: `${V1_PREFIX}/status/${placed.actionId}`,
+    project_id: placed.projectId,
+    card_id: placed.cardId,
+    detected,
+  });
+
   return [
     {
       method: 'post', path: '/generate/photo', operationId: 'generatePhoto', tag: 'Generation',
       summary: 'Generate a styled product photo from 1-5 reference photos (asynchronous)',
       body: photoRequestSchema,
       headers: [idempotencyHeader],
-      responses: {
-        200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') },
-        400: { description: '`invalid_request`: an image cannot be read or fetched, or concept_id does not belong to category_id; `upload_not_found`, `upload_expired`' },
-        402: { description: '`insufficient_tokens`; details: available, required' },
-        409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
-        403: { description: '`forbidden`: project_id belongs to another account' },
-        404: { description: '`not_found`: project_id does not exist' },
-        413: { description: '`image_too_large`: an image is over 15 MB decoded' },
-        503: { description: '`generation_unavailable`: the workflow could not be started; nothing was held' },
-      },
+      responses: { 200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') }, ...ERRORS },
       async handle(ctx, { body }: { body: PhotoRequest }) {
         const caller = ctx.state.caller as Caller;
-        const idempotency = readIdempotencyKey(ctx, caller.accountId, 'v1:generate/photo', body);
-        const earlier = idempotency && (await findReplay(db, idempotency));
-        if (earlier) return send(ctx, earlier, true);
+        const { claim, done } = await replayed(ctx, 'v1:generate/photo', body);
+        if (done) return;
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
-        const images = [];
-        for (const [index, input] of body.images.entries()) images.push(await readImage(input, `images[${index}]`, caller.accountId));
-
-        let categoryId = body.category_id ?? (body.concept_id ? categoryOfConcept(body.concept_id)?.id : undefined);
-        let productName = body.product_name;
-        const detected: Record<string, string> = {};
-        if (!categoryId || !productName) {
-          const analysis = await provider.analyze(images.map((i) => i.bytes), locale);
-          if (!categoryId) categoryId = detected.category_id = analysis.category_id;
-          if (!productName) productName = detected.product_name = analysis.product_name;
-        }
-        const category = findCategory(categoryId)!;
-        let conceptId = body.concept_id;
-        if (!conceptId) conceptId = detected.concept_id = category.concepts[0].id;
-        else if (!category.concepts.some((c) => c.id === conceptId)) {
-          throw badRequest(`concept_id "${conceptId}" does not belong to category "${categoryId}"`);
-        }
-
+        const images = await readImages(body.images, 'images', caller);
+        const found = await detect(images, locale, body, undefined);
         const price = photoPrice(await readPriceList(db.manager), body.resolution);
-        const inputs = await storeImages(services, images);
+        const params: PhotoParams = {
+          inputs: await storeImages(services, images), productName: found.productName, categoryId: found.categoryId,
+          conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
+          resolution: body.resolution, comment: body.comment,
+        };
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'photo', price, aspectRatio: body.aspect_ratio, projectId: body.project_id,
-          projectHints: { name: productName, productName, categoryId, conceptId },
-          params: {
-            inputs, productName, categoryId, conceptId, locale,
-            photoStyle: body.photo_style, aspectRatio: body.aspect_ratio, resolution: body.resolution, comment: body.comment,
+          caller, type: 'generate', product: 'photo', price, params, idempotency: claim,
+          placement: {
+            kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo',
+            hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
           },
-          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url, idempotency,
-          respond: (placed) => ({
-            action_id: placed.actionId,
-            status: 'pending',
-            poll_url: `${V1_PREFIX}/status/${placed.actionId}`,
-            project_id: placed.projectId,
-            card_id: placed.cardId,
-            detected: Object.keys(detected).length > 0 ? { category_id: categoryId, concept_id: conceptId, product_name: productName } : null,
-          }),
+          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
+          respond: (placed) => generationResponse(placed, detectedView(found)),
+        });
+        send(ctx, response, response.replayed);
+      },
+    },
+    {
+      method: 'post', path: '/generate/card', operationId: 'generateCard', tag: 'Generation',
+      summary: 'Generate a marketing card (infographic or cinematic) from 1-5 reference photos (asynchronous)',
+      body: cardRequestSchema,
+      headers: [idempotencyHeader],
+      responses: {
+        200: {
+          description: 'Accepted; the action is pending and its price is held',
+          schema: { allOf: [ref('GenerationResponse'), { type: 'object', required: ['style'], properties: { style: { type: 'string', enum: ['infographic', 'cinematic'] } } }] },
+        },
+        ...ERRORS,
+        400: { description: `${ERRORS[400].description}; \`unsupported_parameter\`: design_key or design_reference_image with style cinematic` },
+      },
+      async handle(ctx, { body }: { body: CardRequest }) {
+        const caller = ctx.state.caller as Caller;
+        if (body.style === 'cinematic') {
+          if (body.design_key !== undefined) throw unsupportedParameter('design_key is only supported with style infographic');
+          if (body.design_reference_image !== undefined) throw unsupportedParameter('design_reference_image is only supported with style infographic');
+        }
+        const { claim, done } = await replayed(ctx, 'v1:generate/card', body);
+        if (done) return;
+        const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
+        const images = await readImages(body.images, 'images', caller);
+        const reference = body.design_reference_image ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId) : undefined;
+        const found = await detect(images, locale, body, body.concept_id, body.user_text === undefined);
+        const [inputs, [designReference]] = await Promise.all([storeImages(services, images), storeImages(services, reference ? [reference] : [])]);
+        const params: CardParams = {
+          inputs, designReference, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
+          userText: body.user_text ?? found.qualities!.join('\n'), style: body.style,
+          designKey: body.style === 'infographic' ? body.design_key : undefined,
+          creativity: body.style === 'infographic' ? body.creativity : 0, aspectRatio: body.aspect_ratio, locale,
+        };
+        const response = await submitAction(services, {
+          caller, type: 'generate', product: 'card', price: (await readPriceList(db.manager)).generation, params, idempotency: claim,
+          placement: {
+            kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo',
+            hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
+          },
+          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
+          respond: (placed) => ({ ...generationResponse(placed, detectedView(found)), style: body.style }),
+        });
+        send(ctx, response, response.replayed);
+      },
+    },
+    {
+      method: 'post', path: '/generate/video', operationId: 'generateVideo', tag: 'Generation',
+      summary: 'Generate a 5 or 10 second product video from one image (asynchronous)',
+      body: videoRequestSchema,
+      headers: [idempotencyHeader],
+      responses: {
+        200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') },
+        ...ERRORS,
+        400: { description: `${ERRORS[400].description}; \`image_too_small\`: the image is under 300x300 (nothing is charged)` },
+      },
+      async handle(ctx, { body }: { body: VideoRequest }) {
+        const caller = ctx.state.caller as Caller;
+        const { claim, done } = await replayed(ctx, 'v1:generate/video', body);
+        if (done) return;
+        const image = await readImage(body.image, 'image', caller.accountId);
+        if (image.width < MIN_VIDEO_SIDE || image.height < MIN_VIDEO_SIDE) {
+          throw new AppError(400, 'image_too_small', `image is ${image.width}x${image.height}; a video needs at least ${MIN_VIDEO_SIDE}x${MIN_VIDEO_SIDE}`);
+        }
+        const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
+        const [[input], [finalFrame]] = await Promise.all([storeImages(services, [image]), storeImages(services, final ? [final] : [])]);
+        const prices = await readPriceList(db.manager);
+        const params: VideoParams = {
+          input, finalFrame, scenario: body.scenario, durationSec: body.duration_sec, loopMode: body.loop_mode,
+          cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
+        };
+        const response = await submitAction(services, {
+          caller, type: 'video', product: 'video', price: body.duration_sec === 10 ? prices.video_10sec : prices.video_5sec,
+          params, idempotency: claim,
+          placement: {
+            kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'video',
+            hints: { name: null, productName: null, categoryId: null, conceptId: null },
+          },
+          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
+          respond: (placed) => generationResponse(placed, null),
         });
         send(ctx, response, response.replayed);
       },

@@ -1,11 +1,18 @@
+/** Request bodies of the generation endpoints (the same objects AJV enforces and OpenAPI publishes). */
 import { ASPECT_RATIOS, ref } from './shared';
+
+type ImageInputBody = { url?: string; data?: string; media_type: string };
+type Locale = 'ru' | 'en' | 'es';
 
 /** Fields every generation request may carry. */
 const commonFields = {
   webhook_url: ref('HttpsUrl'),
-  project_id: { type: 'integer', minimum: 1 },
+  project_id: { type: 'integer', minimum: 1, maximum: 2147483647 },
   client_group_id: { type: 'string', maxLength: 100 },
 };
+interface CommonFields { webhook_url?: string; project_id?: number; client_group_id?: string }
+
+const aspectRatio = { type: 'string', enum: [...ASPECT_RATIOS], default: '3:4' };
 
 export const photoRequestSchema = {
   type: 'object',
@@ -17,15 +24,15 @@ export const photoRequestSchema = {
     product_name: { type: 'string', minLength: 1, maxLength: 200 },
     comment: { type: 'string', maxLength: 5000 },
     photo_style: { type: 'string', enum: ['classic', 'home'], default: 'classic' },
-    aspect_ratio: { type: 'string', enum: [...ASPECT_RATIOS], default: '3:4' },
+    aspect_ratio: aspectRatio,
     resolution: { type: 'string', enum: ['1K', '2K', '4K'], default: '2K' },
     locale: ref('Locale'),
     ...commonFields,
   },
 } as const;
 
-export interface PhotoRequest {
-  images: { url?: string; data?: string; media_type: string }[];
+export interface PhotoRequest extends CommonFields {
+  images: ImageInputBody[];
   category_id?: string;
   concept_id?: string;
   product_name?: string;
@@ -33,11 +40,76 @@ export interface PhotoRequest {
   photo_style: 'classic' | 'home';
   aspect_ratio: string;
   resolution: '1K' | '2K' | '4K';
-  locale?: 'ru' | 'en' | 'es';
-  webhook_url?: string;
-  project_id?: number;
-  client_group_id?: string;
+  locale?: Locale;
 }
+
+export const cardRequestSchema = {
+  type: 'object',
+  required: ['images'],
+  properties: {
+    images: { type: 'array', minItems: 1, maxItems: 5, items: ref('ImageInput') },
+    category_id: ref('CategoryId'),
+    concept_id: { type: 'string', pattern: '^[a-z0-9_]{1,64}$', default: 'infographic', description: 'Card concept; `infographic` by default' },
+    product_name: { type: 'string', minLength: 1, maxLength: 200 },
+    user_text: { type: 'string', maxLength: 5000, description: 'Text of the card; the detected qualities by default' },
+    design_key: { type: 'string', minLength: 1, maxLength: 100, description: 'Only with style `infographic`' },
+    creativity: { type: 'number', minimum: 0, maximum: 1, default: 0.5, description: 'Only with style `infographic`: 0 copies the reference style, 1 is free interpretation' },
+    design_reference_image: ref('ImageInput'),
+    aspect_ratio: aspectRatio,
+    style: { type: 'string', enum: ['infographic', 'cinematic'], default: 'infographic' },
+    resolution: { description: 'Ignored: a card is always rendered at 2K' },
+    locale: ref('Locale'),
+    ...commonFields,
+  },
+} as const;
+
+export interface CardRequest extends CommonFields {
+  images: ImageInputBody[];
+  category_id?: string;
+  concept_id: string;
+  product_name?: string;
+  user_text?: string;
+  design_key?: string;
+  creativity: number;
+  design_reference_image?: ImageInputBody;
+  aspect_ratio: string;
+  style: 'infographic' | 'cinematic';
+  locale?: Locale;
+}
+
+export const videoRequestSchema = {
+  type: 'object',
+  required: ['image'],
+  properties: {
+    image: ref('ImageInput'),
+    scenario: { type: 'string', maxLength: 1500, default: '' },
+    duration_sec: { type: 'integer', enum: [5, 10], default: 5 },
+    loop_mode: { type: 'boolean', default: false },
+    card_mode: { type: 'boolean', default: false },
+    final_frame: ref('ImageInput'),
+    aspect_ratio: aspectRatio,
+    ...commonFields,
+  },
+} as const;
+
+export interface VideoRequest extends CommonFields {
+  image: ImageInputBody;
+  scenario: string;
+  duration_sec: 5 | 10;
+  loop_mode: boolean;
+  card_mode: boolean;
+  final_frame?: ImageInputBody;
+  aspect_ratio: string;
+}
+
+export const editRequestSchema = {
+  type: 'object',
+  required: ['instruction'],
+  properties: {
+    instruction: { type: 'string', minLength: 1, maxLength: 1000 },
+    webhook_url: ref('HttpsUrl'),
+  },
+} as const;
 
 export const actionIdPath = {
   type: 'object',

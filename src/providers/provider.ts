@@ -22,6 +22,42 @@ export interface PhotoJob {
   comment?: string;
 }
 
+export type CardStyle = 'infographic' | 'cinematic';
+
+export interface CardJob {
+  images: Buffer[];
+  productName: string;
+  categoryId: string;
+  conceptId: string;
+  /** The text the card tells (the request's user_text, or the detected qualities). */
+  userText: string;
+  style: CardStyle;
+  designKey?: string;
+  /** 0 copies the reference style, 1 is free interpretation (infographic only). */
+  creativity: number;
+  designReference?: Buffer;
+  aspectRatio: string;
+  locale: Locale;
+}
+
+export interface VideoJob {
+  image: Buffer;
+  /** The last frame to arrive at (ignored in loop mode). */
+  finalFrame?: Buffer;
+  scenario: string;
+  durationSec: 5 | 10;
+  /** The video ends where it starts. */
+  loopMode: boolean;
+  /** Static camera, the picture (and its text) kept as is. */
+  cardMode: boolean;
+  aspectRatio: string;
+}
+
+export interface EditJob {
+  source: Buffer;
+  instruction: string;
+}
+
 export interface RenderedAsset {
   bytes: Buffer;
   /** File extension of the bytes, without the dot. */
@@ -32,6 +68,9 @@ export interface ImageProvider {
   readonly name: string;
   analyze(images: Buffer[], locale: Locale): Promise<ProductAnalysis>;
   renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset>;
+  renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset>;
+  renderVideo(job: VideoJob, signal?: AbortSignal): Promise<RenderedAsset>;
+  renderEdit(job: EditJob, signal?: AbortSignal): Promise<RenderedAsset>;
 }
 
 /**

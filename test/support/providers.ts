@@ -1,5 +1,5 @@
 import { LocalRenderer } from '../../src/providers/local-renderer';
-import { ImageProvider, PhotoJob, ProviderError } from '../../src/providers/provider';
+import { CardJob, EditJob, ImageProvider, PhotoJob, ProviderError, VideoJob } from '../../src/providers/provider';
 
 /**
  * The local renderer behind a scripted list of provider failures, to drive the retry and refusal paths the way a
@@ -16,9 +16,28 @@ export class ScriptedProvider implements ImageProvider {
     return this.inner.analyze(images, locale);
   }
 
-  async renderPhoto(job: PhotoJob) {
+  private next(): void {
     const failure = this.failures[this.calls++];
     if (failure) throw failure;
+  }
+
+  async renderPhoto(job: PhotoJob) {
+    this.next();
     return this.inner.renderPhoto(job);
+  }
+
+  async renderCard(job: CardJob) {
+    this.next();
+    return this.inner.renderCard(job);
+  }
+
+  async renderVideo(job: VideoJob) {
+    this.next();
+    return this.inner.renderVideo(job);
+  }
+
+  async renderEdit(job: EditJob) {
+    this.next();
+    return this.inner.renderEdit(job);
   }
 }

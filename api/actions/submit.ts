@@ -1,0 +1,101 @@
+/**
+ * The shared tail of every v1 generation and edit: claim the idempotency key, place the action (a new card, or a
+ * new version of an existing card), hold its price, all in one transaction; after commit, start its workflow.
+ */
+import type { Context } from 'koa';
+import type { EntityManager } from 'typeorm';
+import type { ActionProduct, ActionType } from '../../src/db/entities/action';
+import { sqlRow } from '../../src/db/sql';
+import { closeAction } from '../../src/domain/action-states';
+import { holdSparks, InsufficientSparks, settleHold } from '../../src/domain/billing';
+import { log } from '../../src/log';
+import { startActionWorkflow } from '../../src/temporal/start-action';
+import { generationUnavailable, insufficientTokens } from '../errors';
+import { ProjectHints, resolveProject } from '../grouping';
+import { claimKey, IdempotencyClaim, IdempotentReplay, recordResponse, StoredResponse } from '../idempotency';
+import type { ApiServices, Caller } from '../services';
+
+export const V1_PREFIX = '/api/v1/public';
+
+/** Where the action goes: a new card (grouped by project_id or the key's default), or a new version of a card. */
+export type Placement =
+  | { kind: 'new-card'; projectId?: number; hints: ProjectHints; aspectRatio: string; contentType: 'photo' | 'video' }
+  | { kind: 'new-version'; projectId: number; cardId: number; parentActionId: number; depth: number };
+
+export interface NewAction<R> {
+  caller: Caller;
+  type: ActionType;
+  product: ActionProduct;
+  price: number;
+  placement: Placement;
+  params: object;
+  clientGroupId?: string;
+  webhookUrl?: string;
+  idempotency?: IdempotencyClaim;
+  /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
+  respond(placed: PlacedAction): R;
+}
+
+export interface PlacedAction { actionId: number; projectId: number; cardId: number }
+
+async function place(m: EntityManager, caller: Caller, placement: Placement) {
+  if (placement.kind === 'new-version') return { ...placement, parentActionId: placement.parentActionId as number | null };
+  const projectId = await resolveProject(m, caller, placement.projectId, placement.hints);
+  const card = await sqlRow(m,
+    `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
+    [caller.accountId, projectId, placement.contentType, placement.aspectRatio]);
+  return { projectId, cardId: card!.id as number, parentActionId: null, depth: 0 };
+}
+
+async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse> {
+  const { db, temporal, config } = services;
+  const { placed, response } = await db.transaction(async (m) => {
+    if (spec.idempotency) await claimKey(m, spec.idempotency);
+    const where = await place(m, spec.caller, spec.placement);
+    const action = await sqlRow(m,
+      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, depth, parent_action_id, price, params, client_group_id, webhook_url)
+       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $11) RETURNING id`,
+      [spec.caller.accountId, where.projectId, where.cardId, spec.type, spec.product, where.depth, where.parentActionId,
+        spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null]);
+    try {
+      await holdSparks(m, spec.caller.accountId, action!.id, spec.price);
+    } catch (err) {
+      if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
+      throw err;
+    }
+    const placed: PlacedAction = { actionId: action!.id, projectId: where.projectId, cardId: where.cardId };
+    const response: StoredResponse = { status: 200, body: spec.respond(placed) };
+    if (spec.idempotency) await recordResponse(m, spec.idempotency, response);
+    return { placed, response };
+  });
+
+  try {
+    await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
+  } catch (err) {
+    // Temporal is unreachable: undo the hold and close the action, so nothing stays pending or reserved.
+    log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });
+    await db.transaction(async (m) => {
+      await settleHold(m, placed.actionId, 'released');
+      await closeAction(m, placed.actionId, 'failed', 'Generation was unavailable', ['pending']);
+    });
+    throw generationUnavailable();
+  }
+  return response;
+}
+
+/** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
+export async function submitAction<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
+  try {
+    return await placeAndStart(services, spec);
+  } catch (err) {
+    if (err instanceof IdempotentReplay) return { ...err.response, replayed: true };
+    throw err;
+  }
+}
+
+/** Writes a stored (or fresh) response; a replay is marked so clients can tell. */
+export function send(ctx: Context, response: StoredResponse, replayed?: boolean): void {
+  ctx.status = response.status;
+  ctx.body = response.body;
+  if (replayed) ctx.set('Idempotent-Replayed', 'true');
+}

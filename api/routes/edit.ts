@@ -1,0 +1,74 @@
+/**
+ * POST /edit/{action_id}: a new version of a card, made from a completed action's result. The new action sits on
+ * the same card one level deeper; the card's active version moves to it once it completes.
+ */
+import { Action } from '../../src/db/entities';
+import type { EditParams } from '../../src/domain/action-params';
+import { readPriceList } from '../../src/domain/pricing';
+import { send, submitAction, V1_PREFIX } from '../actions/submit';
+import { AppError, unsupportedParameter } from '../errors';
+import { findReplay, idempotencyHeader, readIdempotencyKey } from '../idempotency';
+import { requireOwn } from '../ownership';
+import type { Route } from '../route';
+import { actionIdPath, editRequestSchema } from '../schemas/generate';
+import type { ApiServices, Caller } from '../services';
+
+export const MAX_EDIT_DEPTH = 99;
+
+/** Checks that `sourceId` can be edited by the caller and answers it (shared with v2 edit jobs). */
+export async function editableSource(services: ApiServices, caller: Caller, sourceId: number): Promise<Action> {
+  const source = await requireOwn(services.db.manager, Action, sourceId, caller, 'Action');
+  if (source.status !== 'completed' || !source.assetPath) {
+    throw new AppError(409, 'action_not_completed', `Action ${sourceId} is ${source.status}; only a completed action can be edited`, { status: source.status });
+  }
+  if (source.product === 'video') throw unsupportedParameter('A video cannot be edited');
+  if (source.depth + 1 > MAX_EDIT_DEPTH) {
+    throw new AppError(409, 'edit_depth_exceeded', `Action ${sourceId} is at depth ${source.depth}; edits go at most ${MAX_EDIT_DEPTH} deep`, { max_depth: MAX_EDIT_DEPTH });
+  }
+  return source;
+}
+
+export function editRoutes(services: ApiServices): Route[] {
+  const { db } = services;
+  return [
+    {
+      method: 'post', path: '/edit/{action_id}', operationId: 'editAction', tag: 'Generation',
+      summary: 'Edit a completed photo or card by instruction: a new version of its card (asynchronous)',
+      params: actionIdPath,
+      body: editRequestSchema,
+      headers: [idempotencyHeader],
+      responses: {
+        200: {
+          description: 'Accepted; the edit is pending and its price is held',
+          schema: {
+            type: 'object', required: ['action_id', 'parent_action_id', 'status', 'poll_url'],
+            properties: {
+              action_id: { type: 'integer' }, parent_action_id: { type: 'integer' },
+              status: { type: 'string', enum: ['pending'] }, poll_url: { type: 'string' },
+            },
+          },
+        },
+        400: { description: '`unsupported_parameter`: the source is a video' },
+        402: { description: '`insufficient_tokens`; details: available, required' },
+        409: { description: '`action_not_completed` (details: status), `edit_depth_exceeded` (details: max_depth), or `idempotency_conflict`' },
+      },
+      async handle(ctx, { params, body }: { params: { action_id: number }; body: { instruction: string; webhook_url?: string } }) {
+        const caller = ctx.state.caller as Caller;
+        const claim = readIdempotencyKey(ctx, caller.accountId, 'v1:edit', { ...body, action_id: params.action_id });
+        const earlier = claim && (await findReplay(db, claim));
+        if (earlier) return send(ctx, earlier, true);
+        const source = await editableSource(services, caller, params.action_id);
+        const editParams: EditParams = { source: source.assetPath!, instruction: body.instruction };
+        const response = await submitAction(services, {
+          caller, type: 'edit', product: 'edit', price: (await readPriceList(db.manager)).improvement, params: editParams,
+          idempotency: claim, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
+          placement: { kind: 'new-version', projectId: source.projectId, cardId: source.cardId, parentActionId: source.id, depth: source.depth + 1 },
+          respond: (placed) => ({
+            action_id: placed.actionId, parent_action_id: source.id, status: 'pending' as const, poll_url: `${V1_PREFIX}/status/${placed.actionId}`,
+          }),
+        });
+        send(ctx, response, response.replayed);
+      },
+    },
+  ];
+}

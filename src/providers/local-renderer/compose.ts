@@ -1,0 +1,80 @@
+/** Shared pieces of the local renderer: decoding, sizes, colours and SVG text. */
+import sharp from 'sharp';
+import { ProviderError } from '../provider';
+
+export const LONG_SIDE = { '1K': 1024, '2K': 2048, '4K': 4096 } as const;
+
+export function dimensionsFor(aspectRatio: string, longSide: number): { width: number; height: number } {
+  const [w, h] = aspectRatio.split(':').map(Number);
+  const even = (n: number) => Math.round(n / 2) * 2;
+  return w >= h ? { width: longSide, height: even((longSide * h) / w) } : { width: even((longSide * w) / h), height: longSide };
+}
+
+/** Opens an image, refusing (non-retryably) what cannot be decoded. */
+export async function decode(image: Buffer): Promise<sharp.Sharp> {
+  try {
+    const pipeline = sharp(image, { failOn: 'error' });
+    await pipeline.metadata();
+    return pipeline;
+  } catch (err) {
+    throw new ProviderError(`The image cannot be decoded: ${(err as Error).message}`, 'invalid_image', false);
+  }
+}
+
+/** The product fitted into a box, as PNG, with its size. */
+export async function fitted(image: Buffer, width: number, height: number): Promise<{ data: Buffer; width: number; height: number }> {
+  const { data, info } = await (await decode(image)).rotate()
+    .resize({ width: Math.round(width), height: Math.round(height), fit: 'inside' })
+    .png().toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height };
+}
+
+export async function meanColour(image: Buffer): Promise<[number, number, number]> {
+  const stats = await (await decode(image)).stats();
+  const [r, g = r, b = r] = stats.channels.map((c) => Math.round(c.mean));
+  return [r, g, b];
+}
+
+export const hex = ([r, g, b]: [number, number, number]) => `#${[r, g, b].map((v) => Math.max(0, Math.min(255, v)).toString(16).padStart(2, '0')).join('')}`;
+
+export function mix(a: [number, number, number], b: [number, number, number], t: number): [number, number, number] {
+  return [0, 1, 2].map((i) => Math.round(a[i] + (b[i] - a[i]) * t)) as [number, number, number];
+}
+
+export function escapeXml(text: string): string {
+  return text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+}
+
+/** A small deterministic hash of a string, for choices that must repeat for the same input. */
+export function hashOf(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+/** Splits text into lines of at most `width` characters, at most `maxLines` lines. */
+export function wrap(text: string, width: number, maxLines: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if ((line + ' ' + word).trim().length > width && line) {
+      lines.push(line);
+      line = word;
+    } else line = (line + ' ' + word).trim();
+  }
+  if (line) lines.push(line);
+  return lines.slice(0, maxLines);
+}
+
+/** Waits `ms`, abandoned early when the attempt is cancelled. */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason ?? new Error('aborted'));
+    }, { once: true });
+  });
+}
