@@ -46,14 +46,14 @@ async function renderInfographic(job: CardJob, width: number, height: number): P
   const unit = Math.min(width, height) / 20;
   const title = wrap(job.productName, Math.max(12, Math.round(width / (unit * 0.9))), 2);
   const points = bullets(job.userText);
-  const panelX = width * 0.56;
-  const panelW = width * 0.4;
+  const panelX = width * 0.52;
+  const panelW = width * 0.45;
   const panelH = unit * 3.2;
   const firstPanelY = height * 0.3;
 
   const panels = points.map((point, i) => {
     const y = firstPanelY + i * (panelH + unit * 0.8);
-    const lines = wrap(point, Math.max(10, Math.round(panelW / (unit * 0.55))), 2);
+    const lines = wrap(point, Math.max(8, Math.floor((panelW - unit * 3.5) / (unit * 0.5))), 2);
     return `<g>
       <rect x="${panelX}" y="${y}" width="${panelW}" height="${panelH}" rx="${unit * 0.6}" fill="#ffffff" fill-opacity="0.92"/>
       <circle cx="${panelX + unit * 1.5}" cy="${y + panelH / 2}" r="${unit * 0.9}" fill="${hex(accent)}"/>
