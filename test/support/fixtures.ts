@@ -75,8 +75,11 @@ export async function eventually<T>(probe: () => Promise<T>, done: (value: T) =>
  * optionally with its hold, for activity and workflow tests that start below the API.
  */
 export async function placeAction(
-  db: DataSource, accountId: number, options: { inputs?: string[]; hold?: number; params?: Record<string, unknown> } = {},
+  db: DataSource, accountId: number,
+  options: { inputs?: string[]; hold?: number; params?: Record<string, unknown>; product?: 'photo' | 'card' | 'video' | 'edit' } = {},
 ): Promise<number> {
+  const product = options.product ?? 'photo';
+  const type = product === 'photo' || product === 'card' ? 'generate' : product;
   const [project] = await db.query(`INSERT INTO projects (account_id, source) VALUES ($1, 'api') RETURNING id`, [accountId]);
   const [card] = await db.query(
     `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', 'photo', '3:4') RETURNING id`,
@@ -87,7 +90,7 @@ export async function placeAction(
   };
   const [action] = await db.query(
     `INSERT INTO actions (account_id, project_id, card_id, type, product, status, price, params)
-     VALUES ($1, $2, $3, 'generate', 'photo', 'pending', $4, $5) RETURNING id`, [accountId, project.id, card.id, options.hold ?? 0, params]);
+     VALUES ($1, $2, $3, $6, $7, 'pending', $4, $5) RETURNING id`, [accountId, project.id, card.id, options.hold ?? 0, params, type, product]);
   if (options.hold !== undefined) {
     const { holdSparks } = await import('../../src/domain/billing');
     await db.transaction((m) => holdSparks(m, accountId, action.id, options.hold!));

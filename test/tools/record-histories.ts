@@ -1,50 +1,71 @@
 /**
  * Records workflow histories for the replay suite: `npm run record:histories`. Each scenario runs for real on a
  * fresh dev server and Postgres (the test environment) and writes `test/histories/<workflow>.<scenario>.v<N>.json`.
- * Bump the version in the file name when recording after a workflow change; keep the old files: they prove that
- * histories of workflows started before the change still replay.
+ * Bump the version (HISTORY_VERSION=v2) when recording after a workflow change and keep the old files: they prove
+ * that histories of workflows started before the change still replay.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
+import { LocalRenderer } from '../../src/providers/local-renderer';
+import { ProviderError } from '../../src/providers/provider';
 import { actionWorkflowId } from '../../src/temporal/contract';
 import { startActionWorkflow } from '../../src/temporal/start-action';
 import { setUpEnvironment, tearDownEnvironment } from '../support/environment';
-import { jpegBase64, newAccount, placeAction } from '../support/fixtures';
+import { eventually, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
-import { ProviderError } from '../../src/providers/provider';
 import { Stack, startStack } from '../support/stack';
 
 const OUT = path.resolve(__dirname, '../../../test/histories');
 const VERSION = process.env.HISTORY_VERSION ?? 'v1';
 
-async function recordAction(stack: Stack, name: string, input: Buffer): Promise<void> {
-  const { accountId } = await newAccount(stack.db, 20);
-  const key = `inputs/record-${Date.now()}-${name}.jpg`;
-  await stack.store.put(key, input);
-  const actionId = await placeAction(stack.db, accountId, { inputs: [key], hold: 5 });
-  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' });
+type Product = 'photo' | 'card' | 'video' | 'edit';
+
+async function record(stack: Stack, name: string, product: Product, params: Record<string, unknown>, during?: (actionId: number) => Promise<void>): Promise<number> {
+  const { accountId } = await newAccount(stack.db, 50);
+  const actionId = await placeAction(stack.db, accountId, { product, params, hold: 5 });
+  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' || product === 'card' ? 'generate' : product, product });
   const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
+  if (during) await during(actionId);
   await handle.result();
   const file = path.join(OUT, `action-workflow.${name}.${VERSION}.json`);
   await writeFile(file, historyToJSON(await handle.fetchHistory()));
   process.stdout.write(`recorded ${path.relative(process.cwd(), file)}\n`);
+  return actionId;
 }
 
 async function main(): Promise<void> {
   setLogLevel('error');
   await setUpEnvironment();
   try {
-    const image = Buffer.from(await jpegBase64(), 'base64');
     const stack = await startStack();
-    await recordAction(stack, 'photo-completed', image);
-    await recordAction(stack, 'photo-refused', Buffer.from('not an image'));
+    const input = `inputs/record-${Date.now()}.jpg`;
+    await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
+    const garbage = `inputs/record-garbage-${Date.now()}.jpg`;
+    await stack.store.put(garbage, Buffer.from('not an image'));
+    const photo = { inputs: [input], resolution: '1K' };
+
+    const photoId = await record(stack, 'photo-completed', 'photo', photo);
+    await record(stack, 'photo-refused', 'photo', { inputs: [garbage] });
+    await record(stack, 'card-completed', 'card', {
+      inputs: [input], style: 'infographic', userText: 'One\nTwo', creativity: 0.5, conceptId: 'infographic',
+    });
+    await record(stack, 'video-completed', 'video', { input, scenario: '', durationSec: 5, loopMode: false, cardMode: false, aspectRatio: '3:4' });
+    await record(stack, 'edit-completed', 'edit', { source: `results/${photoId}.jpg`, instruction: 'brighter' });
     await stack.stop();
 
     const flaky = await startStack({ provider: new ScriptedProvider([new ProviderError('upstream timeout', 'timeout', true)]) });
-    await recordAction(flaky, 'photo-retried', image);
+    await record(flaky, 'photo-retried', 'photo', photo);
     await flaky.stop();
+
+    const slow = await startStack({ provider: new LocalRenderer({ delayMs: 30_000 }) });
+    await record(slow, 'photo-cancelled', 'photo', photo, async (actionId) => {
+      const handle = slow.temporal.workflow.getHandle(actionWorkflowId(actionId));
+      await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [], (p) => p.some((a) => a.activityType?.name === 'generateAsset'));
+      await handle.cancel();
+    });
+    await slow.stop();
   } finally {
     await tearDownEnvironment();
   }
