@@ -249,3 +249,41 @@ describe('Idempotency-Key on POST /generate/photo', function () {
     assert.equal((await call('POST', `${V1}/generate/photo`, body(), { 'Idempotency-Key': 'x'.repeat(128) })).status, 200);
   });
 });
+
+describe('when Temporal cannot be reached', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ withWorker: false });
+  });
+  after(() => stack.stop());
+
+  it('answers 503 generation_unavailable, fails the action and releases the hold', async () => {
+    const { createApp } = await import('../../api/app');
+    const { connectClient } = await import('../../src/temporal/client');
+    const { OutboundPolicy } = await import('../../src/net/outbound');
+    const http = await import('node:http');
+    const { testEnvironment } = await import('../support/environment');
+    const unreachable = await connectClient(testEnvironment().temporalAddress, 'default');
+    await unreachable.connection.close();
+    const app = createApp({
+      config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl },
+      db: stack.db, temporal: unreachable, store: stack.store, signer: stack.signer, provider: new (await import('../../src/providers/local-renderer')).LocalRenderer(),
+      outbound: new OutboundPolicy(),
+    });
+    const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const { accountId, apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(`http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`, apiKey);
+      const res = await call('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] });
+      assert.deepEqual([res.status, res.body.detail.error], [503, 'generation_unavailable']);
+      const [action] = await stack.db.query('SELECT status, error_message FROM actions WHERE account_id = $1', [accountId]);
+      assert.deepEqual([action.status, action.error_message], ['failed', 'Generation was unavailable']);
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 20, available: 20, holds: 0 });
+      await assertMoneyConsistent(stack.db, accountId);
+    } finally {
+      server.close();
+    }
+  });
+});
