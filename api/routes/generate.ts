@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import type { CardParams, PhotoParams, VideoParams } from '../../src/domain/action-params';
 import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
 import { photoPrice, readPriceList } from '../../src/domain/pricing';
-import { send, submitAction, V1_PREFIX } from '../actions/submit';
+import { Placement, send, submitAction, V1_PREFIX } from '../actions/submit';
 import { AppError, badRequest, unsupportedParameter } from '../errors';
 import { findReplay, idempotencyHeader, IdempotencyClaim, readIdempotencyKey } from '../idempotency';
 import { CheckedImage, ImageInput, imageReader, storeImages } from '../images';
@@ -82,6 +82,12 @@ export function generateRoutes(services: ApiServices): Route[] {
     return { claim, done: Boolean(earlier) };
   }
 
+  /** A new card grouped by project_id or the key's default, its project named after the product. */
+  const newCard = (body: { project_id?: number; aspect_ratio: string }, found: Detected): Placement => ({
+    kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo',
+    hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
+  });
+
   const generationResponse = (placed: { actionId: number; projectId: number; cardId: number }, detected: object | null) => ({
     action_id: placed.actionId,
     status: 'pending' as const,
@@ -113,10 +119,7 @@ export function generateRoutes(services: ApiServices): Route[] {
         };
         const response = await submitAction(services, {
           caller, type: 'generate', product: 'photo', price, params, idempotency: claim,
-          placement: {
-            kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo',
-            hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
-          },
+          placement: newCard(body, found),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
           respond: (placed) => generationResponse(placed, detectedView(found)),
         });
@@ -157,10 +160,7 @@ export function generateRoutes(services: ApiServices): Route[] {
         };
         const response = await submitAction(services, {
           caller, type: 'generate', product: 'card', price: (await readPriceList(db.manager)).generation, params, idempotency: claim,
-          placement: {
-            kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo',
-            hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
-          },
+          placement: newCard(body, found),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
           respond: (placed) => ({ ...generationResponse(placed, detectedView(found)), style: body.style }),
         });

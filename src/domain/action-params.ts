@@ -1,50 +1,14 @@
 /**
- * What an action's `params` column holds for each product: the validated request with detected values filled in
- * and images replaced by stored input keys. The API writes them; the provider activity reads them.
+ * What an action's `params` column holds for each product: the provider job with every image replaced by its
+ * stored input key. The API writes them; the provider activity reads the images back and calls the provider.
  */
-import type { CardStyle, Locale } from '../providers/provider';
+import type { CardJob, EditJob, PhotoJob, VideoJob } from '../providers/provider';
 
-export interface PhotoParams {
-  inputs: string[];
-  productName: string;
-  categoryId: string;
-  conceptId: string;
-  photoStyle: 'classic' | 'home';
-  aspectRatio: string;
-  resolution: '1K' | '2K' | '4K';
-  locale: Locale;
-  comment?: string;
-}
-
-export interface CardParams {
-  inputs: string[];
-  designReference?: string;
-  productName: string;
-  categoryId: string;
-  conceptId: string;
-  userText: string;
-  style: CardStyle;
-  designKey?: string;
-  creativity: number;
-  aspectRatio: string;
-  locale: Locale;
-}
-
-export interface VideoParams {
-  input: string;
-  finalFrame?: string;
-  scenario: string;
-  durationSec: 5 | 10;
-  loopMode: boolean;
-  cardMode: boolean;
-  aspectRatio: string;
-}
-
-export interface EditParams {
-  /** The parent's stored result. */
-  source: string;
-  instruction: string;
-}
+export type PhotoParams = Omit<PhotoJob, 'images'> & { inputs: string[] };
+export type CardParams = Omit<CardJob, 'images' | 'designReference'> & { inputs: string[]; designReference?: string };
+export type VideoParams = Omit<VideoJob, 'image' | 'finalFrame'> & { input: string; finalFrame?: string };
+/** `source` is the parent's stored result. */
+export type EditParams = Omit<EditJob, 'source'> & { source: string };
 
 export interface ParamsByProduct {
   photo: PhotoParams;
