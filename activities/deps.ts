@@ -1,10 +1,15 @@
 import type { DataSource } from 'typeorm';
 import type { ImageProvider } from '../src/providers/provider';
 import type { AssetStore } from '../src/storage/asset-store';
+import type { OutboundPolicy } from '../src/net/outbound';
+import type { SecretBox } from '../src/secrets';
 
 /** What activities are built from (the dependency-injection pattern of the Temporal samples). */
 export interface ActivityDeps {
   db: DataSource;
   store: AssetStore;
   provider: ImageProvider;
+  outbound: OutboundPolicy;
+  secrets: SecretBox;
+  webhookRetryInitialMs: number;
 }

@@ -1,6 +1,7 @@
 import { createActionLifecycleActivities } from './action-lifecycle';
 import type { ActivityDeps } from './deps';
 import { createGenerateAssetActivities } from './generate-asset';
+import { createWebhookDeliveryActivities } from './webhook-delivery';
 
 export type { ActivityDeps } from './deps';
 
@@ -9,6 +10,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createActionLifecycleActivities(deps),
     ...createGenerateAssetActivities(deps),
+    ...createWebhookDeliveryActivities(deps),
   };
 }
 

@@ -21,6 +21,7 @@ import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';
 import { statusRoutes } from './routes/status';
 import { uploadRoutes } from './routes/uploads';
+import { webhookRoutes } from './routes/webhooks';
 import type { ApiServices } from './services';
 import { compileValidator } from './validation';
 
@@ -35,7 +36,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       prefix: V1_PREFIX,
       authenticated: true,
       documented: true,
-      routes: [...projectRoutes(services), ...uploadRoutes(services), ...generateRoutes(services), ...editRoutes(services), ...statusRoutes(services), ...infoRoutes(services)],
+      routes: [...projectRoutes(services), ...uploadRoutes(services), ...generateRoutes(services), ...editRoutes(services), ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services)],
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [] },
   ];

@@ -79,6 +79,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Generation: 'Asynchronous photo, card and video generation and edits',
   'Status and results': 'Polling, cancelling and downloading results',
   'Projects and cards': 'Project > Card > Action: how results are grouped',
+  Webhooks: 'Registered webhooks, their deliveries and redelivery',
 };
 
 export function buildOpenApiDocument(allGroups: RouteGroup[], serverUrl: string) {

@@ -5,11 +5,12 @@ import type { ImageProvider } from '../src/providers/provider';
 import type { AssetStore } from '../src/storage/asset-store';
 import type { UrlSigner } from '../src/storage/signed-urls';
 import type { OutboundPolicy } from '../src/net/outbound';
+import type { SecretBox } from '../src/secrets';
 import type { DefaultGrouping } from '../src/db/entities/api-key';
 
 /** Everything the API's handlers use, built once at start. */
 export interface ApiServices {
-  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl'>;
+  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs'>;
   db: DataSource;
   temporal: Client;
   store: AssetStore;
@@ -18,6 +19,8 @@ export interface ApiServices {
   provider: ImageProvider;
   /** Fetches of image URLs (and later webhook deliveries) go through this policy. */
   outbound: OutboundPolicy;
+  /** Seals webhook secrets for storage. */
+  secrets: SecretBox;
 }
 
 /** Who is calling: set by the auth middleware on `ctx.state.caller`. */

@@ -25,6 +25,10 @@ export interface Config {
   /** Time the local renderer takes per image, so that processing, cancel and restart can be observed. */
   localRendererDelayMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Encrypts stored secrets (webhook secrets); when unset a random one is kept in `dataDir`. */
+  secretsKey: string | undefined;
+  /** First retry interval of webhook deliveries (then doubling). */
+  webhookRetryInitialMs: number;
   /** The ffmpeg binary of the local renderer; else one on PATH, else the one shipped in node_modules. */
   ffmpegPath: string | undefined;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
@@ -64,6 +68,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),
+    secretsKey: str('SECRETS_KEY'),
+    webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

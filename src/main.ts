@@ -13,7 +13,8 @@ import { log } from './log';
 import { LocalRenderer } from './providers/local-renderer';
 import { OutboundPolicy } from './net/outbound';
 import { FileAssetStore } from './storage/asset-store';
-import { loadSigningSecret, UrlSigner } from './storage/signed-urls';
+import { UrlSigner } from './storage/signed-urls';
+import { loadSecret, SecretBox } from './secrets';
 import { connectClient } from './temporal/client';
 import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
 import { recoverPendingActions } from './temporal/recover-pending';
@@ -47,11 +48,13 @@ async function main(mode: Mode): Promise<void> {
   const temporal = await connectClient(address, config.temporalNamespace);
   const store = new FileAssetStore(config.assetsDir);
   const provider = new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath });
+  const outbound = new OutboundPolicy(config.outboundAllowCidrs);
+  const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
 
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
   if (mode !== 'api') {
-    const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, provider } });
+    const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, provider, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } });
     worker = created.worker;
     workerRun = worker.run();
     void recoverPendingActions(db, temporal, config.taskQueue).catch((err) => log.warn('pending-action recovery failed', { error: String(err) }));
@@ -60,8 +63,8 @@ async function main(mode: Mode): Promise<void> {
 
   let server: http.Server | undefined;
   if (mode !== 'worker') {
-    const signer = new UrlSigner(loadSigningSecret(config.assetSigningSecret, config.dataDir), config.publicBaseUrl);
-    const app = createApp({ config, db, temporal, store, signer, provider, outbound: new OutboundPolicy(config.outboundAllowCidrs) });
+    const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
+    const app = createApp({ config, db, temporal, store, signer, provider, outbound, secrets });
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));

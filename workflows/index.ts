@@ -1,2 +1,3 @@
 /** The worker's only workflowsPath: every workflow type, one per file. */
 export { actionWorkflow } from './action';
+export { webhookDeliveryWorkflow } from './webhook-delivery';

@@ -14,6 +14,7 @@ import { generationUnavailable, insufficientTokens } from '../errors';
 import { ProjectHints, resolveProject } from '../grouping';
 import { claimKey, IdempotencyClaim, IdempotentReplay, recordResponse, StoredResponse } from '../idempotency';
 import type { ApiServices, Caller } from '../services';
+import { checkAdHocWebhookUrl } from '../routes/webhooks';
 
 export const V1_PREFIX = '/api/v1/public';
 
@@ -85,6 +86,7 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
 
 /** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
 export async function submitAction<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
+  if (spec.webhookUrl) await checkAdHocWebhookUrl(services.outbound, spec.webhookUrl);
   try {
     return await placeAndStart(services, spec);
   } catch (err) {

@@ -2,9 +2,7 @@
  * Signed asset URLs: `<base>/assets/<key>?expires=<epoch s>&signature=<hex HMAC-SHA256>`. The signature covers
  * the key and the expiry, so neither can be changed (a URL cannot be forged or extended) without the secret.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const RESULT_URL_TTL_SECONDS = 30 * 24 * 3600;
 
@@ -27,23 +25,5 @@ export class UrlSigner {
     const expected = Buffer.from(this.sign(key, Number(expires)), 'hex');
     if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) return 'invalid';
     return Number(expires) * 1000 < now.getTime() ? 'expired' : 'ok';
-  }
-}
-
-/** The configured secret, or a random one kept in the data folder so URLs survive restarts. */
-export function loadSigningSecret(configured: string | undefined, dataDir: string): string {
-  if (configured) return configured;
-  const file = path.join(dataDir, 'asset-signing-secret');
-  try {
-    return readFileSync(file, 'utf8').trim();
-  } catch {
-    mkdirSync(dataDir, { recursive: true });
-    const secret = randomBytes(32).toString('hex');
-    try {
-      writeFileSync(file, secret, { flag: 'wx', mode: 0o600 });
-      return secret;
-    } catch {
-      return readFileSync(file, 'utf8').trim(); // another process wrote it first
-    }
   }
 }

@@ -12,6 +12,7 @@ export const SEARCH_ATTRIBUTES = {
   jobId: defineSearchAttributeKey('JobId', SearchAttributeType.KEYWORD),
   jobStatus: defineSearchAttributeKey('JobStatus', SearchAttributeType.KEYWORD),
   jobPhase: defineSearchAttributeKey('JobPhase', SearchAttributeType.KEYWORD),
+  webhookEvent: defineSearchAttributeKey('WebhookEvent', SearchAttributeType.KEYWORD),
 } as const;
 
 /** The `--search-attribute` registrations the dev server needs (Temporal's own type names). */
@@ -20,6 +21,8 @@ export const SEARCH_ATTRIBUTE_REGISTRATIONS: Record<string, 'Int' | 'Keyword'> =
 );
 
 export const actionWorkflowId = (actionId: number): string => `action-${actionId}`;
+/** A delivery's workflow id is its UUID, the `X-Service-Job-Id` receivers see. */
+export const deliveryWorkflowId = (deliveryId: string): string => `delivery-${deliveryId}`;
 
 /** Activity option presets, named by the kind of work. */
 export const TIMEOUTS = {
@@ -27,6 +30,8 @@ export const TIMEOUTS = {
   bookkeeping: { startToCloseTimeout: '30 seconds' },
   /** A provider call: long, heartbeating so that a dead worker is noticed in seconds, not minutes. */
   provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: '10 seconds' },
+  /** One webhook POST: the receiver has 10 s; the rest is margin for connecting. */
+  delivery: { startToCloseTimeout: '15 seconds' },
 } as const;
 
 /** ApplicationFailure types raised by activities; the permanent ones are never retried. */
@@ -34,5 +39,7 @@ export const FAILURE_TYPES = {
   providerRefused: 'ProviderRefused',
   providerUnavailable: 'ProviderUnavailable',
   invalidInput: 'InvalidInput',
+  webhookRefused: 'WebhookRefused',
+  webhookUnreachable: 'WebhookUnreachable',
 } as const;
 export const NON_RETRYABLE_FAILURE_TYPES = [FAILURE_TYPES.providerRefused, FAILURE_TYPES.invalidInput];

@@ -12,6 +12,8 @@ import { LocalRenderer } from '../../src/providers/local-renderer';
 import { FileAssetStore } from '../../src/storage/asset-store';
 import { FAILURE_TYPES } from '../../src/temporal/contract';
 import { quietLogger, testEnvironment } from '../support/environment';
+import { OutboundPolicy } from '../../src/net/outbound';
+import { TEST_SECRETS } from '../support/stack';
 import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 
 describe('action activities (real Postgres, MockActivityEnvironment)', () => {
@@ -24,7 +26,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
   before(async () => {
     db = await openDatabase(testEnvironment().databaseUrl, { migrate: false });
     store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
-    activities = createActivities({ db, store, provider: new LocalRenderer() });
+    activities = createActivities({ db, store, provider: new LocalRenderer(), outbound: new OutboundPolicy(), secrets: TEST_SECRETS, webhookRetryInitialMs: 100 });
   });
   after(() => db.destroy());
 

@@ -38,7 +38,7 @@ describe('cancel, results and download over HTTP', function () {
       const env = testEnvironment();
       const { worker, connection } = await createWorker({
         address: env.temporalAddress, namespace: 'default', taskQueue: stack.taskQueue,
-        deps: { db: stack.db, store: stack.store, provider: new LocalRenderer() }, workflowBundle: env.workflowBundle,
+        deps: stack.deps, workflowBundle: env.workflowBundle,
       });
       const outcome = await worker.runUntil(stack.temporal.workflow.getHandle(actionWorkflowId(created.action_id)).result());
       await connection.close();

@@ -267,9 +267,9 @@ describe('when Temporal cannot be reached', function () {
     const unreachable = await connectClient(testEnvironment().temporalAddress, 'default');
     await unreachable.connection.close();
     const app = createApp({
-      config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl },
+      config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl, webhookRetryInitialMs: 100 },
       db: stack.db, temporal: unreachable, store: stack.store, signer: stack.signer, provider: new (await import('../../src/providers/local-renderer')).LocalRenderer(),
-      outbound: new OutboundPolicy(),
+      outbound: new OutboundPolicy(), secrets: stack.deps.secrets,
     });
     const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));

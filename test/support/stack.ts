@@ -18,6 +18,8 @@ import type { ImageProvider } from '../../src/providers/provider';
 import { FileAssetStore } from '../../src/storage/asset-store';
 import { UrlSigner } from '../../src/storage/signed-urls';
 import { OutboundPolicy } from '../../src/net/outbound';
+import { SecretBox } from '../../src/secrets';
+import type { ActivityDeps } from '../../activities';
 import { connectClient } from '../../src/temporal/client';
 import { createWorker } from '../../src/temporal/worker';
 import { testEnvironment } from './environment';
@@ -30,6 +32,8 @@ export interface Stack {
   store: FileAssetStore;
   signer: UrlSigner;
   worker?: Worker;
+  /** What the stack's worker activities are built from (for extra workers in a test). */
+  deps: ActivityDeps;
   stop(): Promise<void>;
 }
 
@@ -39,7 +43,10 @@ export interface StackOptions {
   provider?: ImageProvider;
   taskQueue?: string;
   outboundAllowCidrs?: string[];
+  webhookRetryInitialMs?: number;
 }
+
+export const TEST_SECRETS = new SecretBox('test-secrets-key');
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const env = testEnvironment();
@@ -48,13 +55,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const temporal = await connectClient(env.temporalAddress, 'default');
   const store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
   const provider = options.provider ?? new LocalRenderer();
+  const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs);
+  const deps: ActivityDeps = { db, store, provider, outbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200 };
 
   let worker: Worker | undefined;
   let connection: NativeConnection | undefined;
   let running: Promise<void> | undefined;
   if (options.withWorker !== false) {
     ({ worker, connection } = await createWorker({
-      address: env.temporalAddress, namespace: 'default', taskQueue, deps: { db, store, provider }, workflowBundle: env.workflowBundle,
+      address: env.temporalAddress, namespace: 'default', taskQueue, deps, workflowBundle: env.workflowBundle,
     }));
     running = worker.run();
   }
@@ -64,13 +73,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const signer = new UrlSigner('test-signing-secret', baseUrl);
   const app = createApp({
-    config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl },
-    db, temporal, store, signer, provider, outbound: new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs),
+    config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs },
+    db, temporal, store, signer, provider, outbound, secrets: TEST_SECRETS,
   });
   server.on('request', app.callback());
 
   return {
-    baseUrl, taskQueue, db, temporal, store, signer, worker,
+    baseUrl, taskQueue, db, temporal, store, signer, worker, deps,
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,0 +1,198 @@
+/**
+ * Registered webhooks: create (the secret is shown once), list, delete, and the delivery log with redelivery.
+ */
+import { WorkflowIdReusePolicy } from '@temporalio/client';
+import type { Context } from 'koa';
+import { sqlRow, sqlRows } from '../../src/db/sql';
+import { MAX_WEBHOOKS, newWebhookSecret, REGISTERED_ATTEMPTS, WEBHOOK_EVENTS } from '../../src/domain/webhooks';
+import { OutboundRefused } from '../../src/net/outbound';
+import { deliveryWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
+import { AppError, forbidden, notFound, ValidationFailed } from '../errors';
+import type { Route } from '../route';
+import type { ApiServices, Caller } from '../services';
+
+const webhookIdPath = {
+  type: 'object', required: ['webhook_id'], properties: { webhook_id: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+};
+
+const webhookSchema = (withSecret: boolean) => ({
+  type: 'object',
+  required: ['id', 'url', 'events', 'is_active', 'created_at', ...(withSecret ? ['secret'] : ['updated_at'])],
+  properties: {
+    id: { type: 'integer' },
+    url: { type: 'string' },
+    ...(withSecret ? { secret: { type: 'string', pattern: '^whsec_', description: 'Shown only here; keep it to verify signatures' } } : {}),
+    events: { type: 'array', items: { type: 'string', enum: [...WEBHOOK_EVENTS] } },
+    is_active: { type: 'boolean' },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+});
+
+const deliverySchema = {
+  type: 'object',
+  required: ['delivery_id', 'event', 'action_id', 'status', 'attempts', 'max_attempts', 'created_at'],
+  properties: {
+    delivery_id: { type: 'string', format: 'uuid', description: 'Also the X-Service-Job-Id header of every attempt' },
+    event: { type: 'string' },
+    action_id: { type: 'integer' },
+    status: { type: 'string', enum: ['pending', 'succeeded', 'failed', 'skipped'] },
+    attempts: { type: 'integer' },
+    max_attempts: { type: 'integer' },
+    last_status_code: { type: ['integer', 'null'] },
+    last_error: { type: ['string', 'null'] },
+    last_attempt_at: { type: ['string', 'null'], format: 'date-time' },
+    delivered_at: { type: ['string', 'null'], format: 'date-time' },
+    created_at: { type: 'string', format: 'date-time' },
+  },
+};
+
+/** 422 with one message that names the rule, in the validation shape. */
+function refuse(field: string, msg: string, type: string): never {
+  throw new ValidationFailed([{ loc: ['body', field], msg, type }]);
+}
+
+/** The rules an ad-hoc `webhook_url` must meet when a request names one (422 otherwise). */
+export async function checkAdHocWebhookUrl(outbound: ApiServices['outbound'], raw: string): Promise<void> {
+  try {
+    await outbound.checkResolves(outbound.checkUrl(raw));
+  } catch (err) {
+    if (err instanceof OutboundRefused) refuse('webhook_url', `The URL ${err.message}`, 'url');
+    throw err;
+  }
+}
+
+const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
+
+export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiServices): Route[] {
+  async function ownWebhook(ctx: Context, id: number) {
+    const hook = await sqlRow(db.manager, 'SELECT id, account_id FROM webhooks WHERE id = $1 AND deleted_at IS NULL', [id]);
+    if (!hook) throw notFound(`Webhook ${id}`);
+    if (hook.account_id !== (ctx.state.caller as Caller).accountId) throw forbidden(`Webhook ${id}`);
+    return hook;
+  }
+
+  return [
+    {
+      method: 'post', path: '/webhooks', operationId: 'createWebhook', tag: 'Webhooks',
+      summary: 'Register a webhook (HTTPS, public address, at most 5 per account); the secret is returned only here',
+      body: {
+        type: 'object', required: ['url'],
+        properties: {
+          url: { type: 'string', maxLength: 2000 },
+          events: { type: 'array', items: { type: 'string' }, description: 'Default: all events' },
+        },
+      },
+      responses: { 201: { description: 'The webhook with its secret', schema: webhookSchema(true) } },
+      async handle(ctx, { body }: { body: { url: string; events?: string[] } }) {
+        const caller = ctx.state.caller as Caller;
+        let url: URL;
+        try {
+          url = outbound.checkUrl(body.url);
+          await outbound.checkResolves(url);
+        } catch (err) {
+          if (err instanceof OutboundRefused) refuse('url', `The URL ${err.message}`, 'url');
+          throw err;
+        }
+        const unknown = (body.events ?? []).filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
+        if (unknown.length > 0) refuse('events', `Unknown event names: ${unknown.join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'enum');
+        const events = body.events && body.events.length > 0 ? [...new Set(body.events)] : [...WEBHOOK_EVENTS];
+        const secret = newWebhookSecret();
+        const created = await db.transaction(async (m) => {
+          await m.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [caller.accountId]);
+          const count = await sqlRow(m, 'SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL', [caller.accountId]);
+          if (count!.n >= MAX_WEBHOOKS) refuse('url', `The account already has ${MAX_WEBHOOKS} webhooks; delete one first`, 'maxItems');
+          return sqlRow(m,
+            `INSERT INTO webhooks (account_id, url, sealed_secret, events) VALUES ($1, $2, $3, $4)
+             RETURNING id, url, events, is_active, created_at`, [caller.accountId, url.toString(), secrets.seal(secret), events]);
+        });
+        ctx.status = 201;
+        ctx.body = { id: created!.id, url: created!.url, secret, events: created!.events, is_active: created!.is_active, created_at: iso(created!.created_at) };
+      },
+    },
+    {
+      method: 'get', path: '/webhooks', operationId: 'listWebhooks', tag: 'Webhooks', summary: 'Registered webhooks (without secrets)',
+      responses: {
+        200: { description: 'The webhooks', schema: { type: 'object', required: ['webhooks'], properties: { webhooks: { type: 'array', items: webhookSchema(false) } } } },
+      },
+      async handle(ctx) {
+        const rows = await sqlRows(db.manager,
+          'SELECT id, url, events, is_active, created_at, updated_at FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL ORDER BY id',
+          [(ctx.state.caller as Caller).accountId]);
+        ctx.body = { webhooks: rows.map((r) => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at) })) };
+      },
+    },
+    {
+      method: 'delete', path: '/webhooks/{webhook_id}', operationId: 'deleteWebhook', tag: 'Webhooks',
+      summary: 'Delete a webhook; it receives nothing more, pending retries included',
+      params: webhookIdPath,
+      responses: { 200: { description: 'Deleted', schema: { type: 'object', required: ['deleted'], properties: { deleted: { type: 'boolean', enum: [true] } } } } },
+      async handle(ctx, { params }) {
+        await ownWebhook(ctx, params.webhook_id);
+        await db.query('UPDATE webhooks SET deleted_at = now(), is_active = false, updated_at = now() WHERE id = $1', [params.webhook_id]);
+        ctx.body = { deleted: true };
+      },
+    },
+    {
+      method: 'get', path: '/webhooks/{webhook_id}/deliveries', operationId: 'listWebhookDeliveries', tag: 'Webhooks',
+      summary: 'Recent deliveries of a webhook (newest first): event, action, attempts, last status code and error',
+      params: webhookIdPath,
+      query: { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 } } },
+      responses: {
+        200: { description: 'Deliveries', schema: { type: 'object', required: ['deliveries'], properties: { deliveries: { type: 'array', items: deliverySchema } } } },
+      },
+      async handle(ctx, { params, query }) {
+        await ownWebhook(ctx, params.webhook_id);
+        const rows = await sqlRows(db.manager,
+          `SELECT id, event, action_id, status, attempts, max_attempts, last_status_code, last_error, last_attempt_at, delivered_at, created_at
+             FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id LIMIT $2`, [params.webhook_id, query.limit]);
+        ctx.body = {
+          deliveries: rows.map(({ id, ...r }) => ({
+            delivery_id: id, ...r, last_attempt_at: iso(r.last_attempt_at), delivered_at: iso(r.delivered_at), created_at: iso(r.created_at),
+          })),
+        };
+      },
+    },
+    {
+      method: 'post', path: '/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver', operationId: 'redeliverWebhook', tag: 'Webhooks',
+      summary: 'Send a delivery again, with the same delivery id (X-Service-Job-Id)',
+      params: {
+        type: 'object', required: ['webhook_id', 'delivery_id'],
+        properties: { webhook_id: webhookIdPath.properties.webhook_id, delivery_id: { type: 'string', format: 'uuid' } },
+      },
+      responses: {
+        202: { description: 'The delivery was started again', schema: deliverySchema },
+        409: { description: '`delivery_in_progress`: the delivery is still being attempted' },
+      },
+      async handle(ctx, { params }) {
+        await ownWebhook(ctx, params.webhook_id);
+        const delivery = await sqlRow(db.manager,
+          `UPDATE webhook_deliveries SET status = 'pending', updated_at = now()
+            WHERE id = $1 AND webhook_id = $2 AND status <> 'pending'
+            RETURNING id, event, action_id, status, attempts, max_attempts, last_status_code, last_error, last_attempt_at, delivered_at, created_at`,
+          [params.delivery_id, params.webhook_id]);
+        if (!delivery) {
+          const exists = await sqlRow(db.manager, 'SELECT 1 FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2', [params.delivery_id, params.webhook_id]);
+          if (!exists) throw notFound(`Delivery ${params.delivery_id}`);
+          throw new AppError(409, 'delivery_in_progress', 'The delivery is still being attempted');
+        }
+        await temporal.workflow.start('webhookDeliveryWorkflow', {
+          taskQueue: config.taskQueue,
+          workflowId: deliveryWorkflowId(delivery.id),
+          args: [{ deliveryId: delivery.id, maxAttempts: REGISTERED_ATTEMPTS, retryInitialMs: config.webhookRetryInitialMs }],
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          typedSearchAttributes: [
+            { key: SEARCH_ATTRIBUTES.actionId, value: delivery.action_id },
+            { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
+          ],
+          staticSummary: `${delivery.event} → registered webhook (redelivery)`,
+        });
+        const { id, ...rest } = delivery;
+        ctx.status = 202;
+        ctx.body = {
+          delivery_id: id, ...rest, last_attempt_at: iso(rest.last_attempt_at), delivered_at: iso(rest.delivered_at), created_at: iso(rest.created_at),
+        };
+      },
+    },
+  ];
+}

@@ -1,0 +1,41 @@
+/** Webhook events, payloads and signatures: the contract's "Events" section in code. */
+import { createHmac, randomBytes } from 'node:crypto';
+import type { ActionType } from '../db/entities/action';
+
+export const WEBHOOK_EVENTS = [
+  'generation.completed', 'generation.failed', 'edit.completed', 'edit.failed', 'video.completed', 'video.failed',
+] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export const MAX_WEBHOOKS = 5;
+export const REGISTERED_ATTEMPTS = 5;
+export const AD_HOC_ATTEMPTS = 3;
+export const DELIVERY_TIMEOUT_MS = 10_000;
+
+const EVENT_PREFIX: Record<ActionType, string> = { generate: 'generation', edit: 'edit', video: 'video' };
+
+export function eventFor(type: ActionType, outcome: 'completed' | 'failed'): WebhookEvent {
+  return `${EVENT_PREFIX[type]}.${outcome}` as WebhookEvent;
+}
+
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64url')}`;
+}
+
+/** `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the webhook's secret. */
+export function signature(secret: string, rawBody: string): string {
+  return `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
+}
+
+export interface WebhookPayload {
+  action_id: number;
+  project_id: number;
+  card_id: number;
+  type: ActionType;
+  client_group_id?: string;
+}
+
+/** Status codes after which a delivery is not tried again: 4xx except 408, 409 and 429. */
+export function isPermanentRefusal(status: number): boolean {
+  return status >= 400 && status < 500 && ![408, 409, 429].includes(status);
+}
