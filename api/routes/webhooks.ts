@@ -86,6 +86,8 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
       responses: { 201: { description: 'The webhook with its secret', schema: webhookSchema(true) } },
       async handle(ctx, { body }: { body: { url: string; events?: string[] } }) {
         const caller = ctx.state.caller as Caller;
+        const unknown = (body.events ?? []).filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
+        if (unknown.length > 0) refuse('events', `Unknown event names: ${unknown.join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'enum');
         let url: URL;
         try {
           url = outbound.checkUrl(body.url);
@@ -94,8 +96,6 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
           if (err instanceof OutboundRefused) refuse('url', `The URL ${err.message}`, 'url');
           throw err;
         }
-        const unknown = (body.events ?? []).filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
-        if (unknown.length > 0) refuse('events', `Unknown event names: ${unknown.join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'enum');
         const events = body.events && body.events.length > 0 ? [...new Set(body.events)] : [...WEBHOOK_EVENTS];
         const secret = newWebhookSecret();
         const created = await db.transaction(async (m) => {

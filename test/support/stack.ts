@@ -44,6 +44,8 @@ export interface StackOptions {
   taskQueue?: string;
   outboundAllowCidrs?: string[];
   webhookRetryInitialMs?: number;
+  /** A different outbound policy for the worker than for the API (to test the send-time address check). */
+  workerOutboundAllowCidrs?: string[];
 }
 
 export const TEST_SECRETS = new SecretBox('test-secrets-key');
@@ -56,7 +58,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
   const provider = options.provider ?? new LocalRenderer();
   const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs);
-  const deps: ActivityDeps = { db, store, provider, outbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200 };
+  const workerOutbound = options.workerOutboundAllowCidrs ? new OutboundPolicy(options.workerOutboundAllowCidrs) : outbound;
+  const deps: ActivityDeps = { db, store, provider, outbound: workerOutbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200 };
 
   let worker: Worker | undefined;
   let connection: NativeConnection | undefined;

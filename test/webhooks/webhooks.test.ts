@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { ProviderError } from '../../src/providers/provider';
+import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
+import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { ScriptedProvider } from '../support/providers';
+import { Stack, startStack } from '../support/stack';
+
+/** The receiver's side of the contract: verify the signature of the raw body in constant time. */
+function verifies(secret: string, rawBody: Buffer, header: string | undefined): boolean {
+  if (!header?.startsWith('sha256=')) return false;
+  const expected = createHmac('sha256', secret).update(rawBody).digest();
+  const given = Buffer.from(header.slice('sha256='.length), 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+describe('webhooks', function () {
+  this.timeout(90_000);
+  let stack: Stack;
+  let receiver: TestHttpsServer;
+  let image: string;
+  /** Answers per path: the listed statuses in turn, the last one repeating. */
+  const scripts = new Map<string, number[]>();
+
+  before(async () => {
+    stack = await startStack({ webhookRetryInitialMs: 100 });
+    image = await jpegBase64();
+    receiver = await startHttpsServer((req, res) => {
+      const script = scripts.get(req.url!) ?? [200];
+      const status = script.length > 1 ? script.shift()! : script[0];
+      res.writeHead(status, { 'Content-Type': 'text/plain' }).end('ok');
+    });
+  });
+  after(async () => {
+    await receiver.close();
+    await stack.stop();
+  });
+
+  const received = (path: string) => receiver.requests.filter((r) => r.path === path);
+  let pathCounter = 0;
+  const uniquePath = (name: string) => `/${name}-${++pathCounter}`;
+
+  async function account() {
+    const created = await newAccount(stack.db, 100);
+    return { ...created, call: apiClient(stack.baseUrl, created.apiKey) };
+  }
+  async function register(call: ReturnType<typeof apiClient>, path: string, events?: string[]) {
+    const res = await call('POST', `${V1}/webhooks`, { url: `${receiver.url}${path}`, ...(events ? { events } : {}) });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body;
+  }
+  async function generate(call: ReturnType<typeof apiClient>, extra: Record<string, unknown> = {}) {
+    const res = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K', ...extra });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result();
+    return res.body;
+  }
+  /** Waits for the first attempt at `path`, then for its delivery workflow to finish. */
+  async function deliveryAt(path: string) {
+    await eventually(async () => received(path).length, (n) => n >= 1);
+    const jobId = received(path)[0].headers['x-service-job-id'] as string;
+    const outcome = await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result();
+    return { jobId, outcome, requests: received(path) };
+  }
+
+  describe('registration', () => {
+    it('creates with a whsec_ secret shown once, lists without it, deletes', async () => {
+      const { call } = await account();
+      const created = await register(call, '/reg');
+      assert.match(created.secret, /^whsec_[A-Za-z0-9_-]{20,}$/);
+      assert.deepEqual(created.events.length, 6, 'all events by default');
+      assert.equal(created.is_active, true);
+      const list = (await call('GET', `${V1}/webhooks`)).body.webhooks;
+      assert.equal(list.length, 1);
+      assert.equal(list[0].secret, undefined);
+      assert.ok(list[0].updated_at);
+      const [stored] = await stack.db.query('SELECT sealed_secret FROM webhooks WHERE id = $1', [created.id]);
+      assert.ok(!stored.sealed_secret.includes(created.secret.slice(6)), 'the secret is stored sealed');
+      assert.deepEqual((await call('DELETE', `${V1}/webhooks/${created.id}`)).body, { deleted: true });
+      assert.deepEqual((await call('GET', `${V1}/webhooks`)).body.webhooks, []);
+      assert.equal((await call('DELETE', `${V1}/webhooks/${created.id}`)).status, 404);
+    });
+
+    it('refuses each rule with 422 and a message naming it', async () => {
+      const strict = await startStack({ withWorker: false, outboundAllowCidrs: [] });
+      try {
+        const call = apiClient(strict.baseUrl, (await newAccount(strict.db)).apiKey);
+        const cases: [unknown, RegExp][] = [
+          [{ url: 'http://example.com/hook' }, /HTTPS/],
+          [{ url: 'https://10.1.2.3/hook' }, /private or local/],
+          [{ url: 'https://127.0.0.1/hook' }, /private or local/],
+          [{ url: `${receiver.url}/hook` }, /private or local/],
+          [{ url: 'https://no-such-host.invalid/hook' }, /does not resolve/],
+          [{ url: `https://example.com/${'x'.repeat(2000)}` }, /2000/],
+          [{ url: 'https://example.com/hook', events: ['generation.completed', 'order.shipped'] }, /order\.shipped/],
+        ];
+        for (const [body, message] of cases) {
+          const res = await call('POST', `${V1}/webhooks`, body);
+          assert.equal(res.status, 422, JSON.stringify(body).slice(0, 80));
+          assert.match(res.body.detail[0].msg, message);
+        }
+      } finally {
+        await strict.stop();
+      }
+    });
+
+    it('allows 5 webhooks per account', async () => {
+      const { call } = await account();
+      for (let i = 0; i < 5; i++) await register(call, `/five-${i}`);
+      const sixth = await call('POST', `${V1}/webhooks`, { url: `${receiver.url}/six` });
+      assert.equal(sixth.status, 422);
+      assert.match(sixth.body.detail[0].msg, /5 webhooks/);
+    });
+
+    it('403 for another account\'s webhook', async () => {
+      const owner = await account();
+      const stranger = await account();
+      const hook = await register(owner.call, '/mine');
+      assert.equal((await stranger.call('DELETE', `${V1}/webhooks/${hook.id}`)).status, 403);
+      assert.equal((await stranger.call('GET', `${V1}/webhooks/${hook.id}/deliveries`)).status, 403);
+    });
+  });
+
+  describe('delivery', () => {
+    it('signs registered deliveries; headers and body as the contract says', async () => {
+      const { call } = await account();
+      const path = uniquePath('signed');
+      const hook = await register(call, path, ['generation.completed']);
+      const action = await generate(call, { client_group_id: 'batch-7' });
+      const { jobId, outcome, requests } = await deliveryAt(path);
+      assert.deepEqual(outcome, { status: 'delivered' });
+      assert.equal(requests.length, 1);
+      const [request] = requests;
+      assert.ok(verifies(hook.secret, request.body, request.headers['x-service-signature'] as string), 'signature verifies');
+      assert.ok(!verifies('whsec_wrong', request.body, request.headers['x-service-signature'] as string));
+      assert.equal(request.headers['content-type'], 'application/json');
+      assert.equal(request.headers['x-service-event'], 'generation.completed');
+      assert.match(jobId, /^[0-9a-f-]{36}$/);
+      assert.deepEqual(JSON.parse(request.body.toString()), {
+        action_id: action.action_id, project_id: action.project_id, card_id: action.card_id, type: 'generate', client_group_id: 'batch-7',
+      });
+    });
+
+    it('500 four times then 200: five attempts, one success, the same X-Service-Job-Id on each', async () => {
+      const { call } = await account();
+      const path = uniquePath('flaky');
+      scripts.set(path, [500, 500, 500, 500, 200]);
+      const hook = await register(call, path);
+      await generate(call);
+      const { jobId, outcome, requests } = await deliveryAt(path);
+      assert.deepEqual(outcome, { status: 'delivered' });
+      assert.equal(requests.length, 5);
+      assert.deepEqual(new Set(requests.map((r) => r.headers['x-service-job-id'])), new Set([jobId]));
+      const [delivery] = (await call('GET', `${V1}/webhooks/${hook.id}/deliveries`)).body.deliveries;
+      assert.deepEqual([delivery.delivery_id, delivery.status, delivery.attempts, delivery.max_attempts, delivery.last_status_code, delivery.last_error],
+        [jobId, 'succeeded', 5, 5, 200, null]);
+    });
+
+    it('a 400 answer is not retried; 5 failures end the delivery as failed', async () => {
+      const { call } = await account();
+      const refused = uniquePath('refused');
+      const down = uniquePath('down');
+      scripts.set(refused, [400]);
+      scripts.set(down, [503]);
+      await register(call, refused);
+      const downHook = await register(call, down);
+      await generate(call);
+      const first = await deliveryAt(refused);
+      assert.equal(first.outcome.status, 'failed');
+      assert.equal(first.requests.length, 1);
+      const second = await deliveryAt(down);
+      assert.equal(second.requests.length, 5);
+      const [delivery] = (await call('GET', `${V1}/webhooks/${downHook.id}/deliveries`)).body.deliveries;
+      assert.deepEqual([delivery.status, delivery.attempts, delivery.last_status_code, delivery.last_error], ['failed', 5, 503, 'HTTP 503']);
+    });
+
+    it('ad-hoc webhook_url: unsigned, at most 3 attempts', async () => {
+      const { call } = await account();
+      const path = uniquePath('adhoc');
+      scripts.set(path, [500]);
+      await generate(call, { webhook_url: `${receiver.url}${path}` });
+      const { requests } = await deliveryAt(path);
+      assert.equal(requests.length, 3);
+      assert.equal(requests[0].headers['x-service-signature'], undefined);
+      assert.equal(requests[0].headers['x-service-event'], 'generation.completed');
+    });
+
+    it('sends only subscribed events, and failure and edit events too', async () => {
+      const { call } = await account();
+      const videoOnly = uniquePath('video-only');
+      const edits = uniquePath('edits');
+      await register(call, videoOnly, ['video.completed']);
+      await register(call, edits, ['edit.completed']);
+      const action = await generate(call);
+      const [{ count }] = await stack.db.query(`SELECT count(*)::int AS count FROM webhook_deliveries WHERE action_id = $1`, [action.action_id]);
+      assert.equal(count, 0, 'nothing planned for an unsubscribed event');
+      const edit = await call('POST', `${V1}/edit/${action.action_id}`, { instruction: 'brighter' });
+      await stack.temporal.workflow.getHandle(actionWorkflowId(edit.body.action_id)).result();
+      const { requests } = await deliveryAt(edits);
+      assert.equal(requests[0].headers['x-service-event'], 'edit.completed');
+      assert.equal(JSON.parse(requests[0].body.toString()).type, 'edit');
+      assert.equal(received(videoOnly).length, 0);
+    });
+
+    it('a deleted webhook receives nothing more, pending retries included', async () => {
+      const { call } = await account();
+      const path = uniquePath('deleted');
+      scripts.set(path, [500]);
+      const hook = await register(call, path);
+      await generate(call);
+      await eventually(async () => received(path).length, (n) => n >= 1);
+      await call('DELETE', `${V1}/webhooks/${hook.id}`);
+      const jobId = received(path)[0].headers['x-service-job-id'] as string;
+      const outcome = await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result();
+      const seen = received(path).length;
+      assert.ok(seen < 5, `stopped after deletion (${seen} attempts)`);
+      assert.equal(outcome.status, 'skipped');
+      await generate(call);
+      assert.equal(received(path).length, seen, 'a new outcome is not sent to it');
+    });
+
+    it('redelivers with the same delivery id', async () => {
+      const { call } = await account();
+      const path = uniquePath('again');
+      const hook = await register(call, path);
+      await generate(call);
+      const { jobId } = await deliveryAt(path);
+      const redeliver = await call('POST', `${V1}/webhooks/${hook.id}/deliveries/${jobId}/redeliver`);
+      assert.equal(redeliver.status, 202);
+      assert.equal(redeliver.body.delivery_id, jobId);
+      await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result();
+      await eventually(async () => received(path).length, (n) => n === 2);
+      assert.equal(received(path)[1].headers['x-service-job-id'], jobId);
+      assert.equal((await call('POST', `${V1}/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).status, 404);
+    });
+  });
+
+  describe('the send-time address check', () => {
+    let strictWorker: Stack;
+    before(async () => {
+      strictWorker = await startStack({ webhookRetryInitialMs: 100, workerOutboundAllowCidrs: [] });
+    });
+    after(() => strictWorker.stop());
+
+    it('refuses, without calling, a URL that now points to a private address', async () => {
+      const call = apiClient(strictWorker.baseUrl, (await newAccount(strictWorker.db, 50)).apiKey);
+      const path = uniquePath('rebound');
+      const hook = await call('POST', `${V1}/webhooks`, { url: `${receiver.url}${path}` });
+      assert.equal(hook.status, 201, 'allowed when registered');
+      const action = (await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K' })).body;
+      await strictWorker.temporal.workflow.getHandle(actionWorkflowId(action.action_id)).result();
+      const [delivery] = await strictWorker.db.query('SELECT id FROM webhook_deliveries WHERE action_id = $1', [action.action_id]);
+      const outcome = await strictWorker.temporal.workflow.getHandle(deliveryWorkflowId(delivery.id)).result();
+      assert.equal(outcome.status, 'failed');
+      const [row] = await strictWorker.db.query('SELECT attempts, last_error FROM webhook_deliveries WHERE id = $1', [delivery.id]);
+      assert.equal(row.attempts, 1);
+      assert.match(row.last_error, /private or local/);
+      assert.equal(received(path).length, 0);
+    });
+  });
+
+  describe('failure events', () => {
+    let failing: Stack;
+    before(async () => {
+      failing = await startStack({ provider: new ScriptedProvider([new ProviderError('content policy', 'refused', false)]) });
+    });
+    after(() => failing.stop());
+
+    it('a failed generation sends generation.failed, and the action is not held back by the receiver', async () => {
+      const call = apiClient(failing.baseUrl, (await newAccount(failing.db, 50)).apiKey);
+      const path = uniquePath('failed');
+      scripts.set(path, [500]);
+      await call('POST', `${V1}/webhooks`, { url: `${receiver.url}${path}`, events: ['generation.failed'] });
+      const action = (await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup', category_id: 'home' })).body;
+      assert.equal((await failing.temporal.workflow.getHandle(actionWorkflowId(action.action_id)).result()).status, 'failed');
+      assert.equal((await call('GET', `${V1}/status/${action.action_id}`)).body.status, 'failed', 'final before the receiver answers well');
+      await eventually(async () => received(path).length, (n) => n >= 1);
+      assert.equal(received(path)[0].headers['x-service-event'], 'generation.failed');
+    });
+  });
+});
