@@ -25,7 +25,7 @@ describe('replay of recorded histories', function () {
 
   it('has at least one history of every workflow type', () => {
     const types = new Set(histories.map((h) => h.history.events![0].workflowExecutionStartedEventAttributes!.workflowType!.name));
-    assert.deepEqual([...types].sort(), ['actionWorkflow']);
+    assert.deepEqual([...types].sort(), ['actionWorkflow', 'webhookDeliveryWorkflow']);
   });
 
   it('replays every history without a determinism violation', async () => {
@@ -40,7 +40,7 @@ describe('replay of recorded histories', function () {
 
   it('detects a workflow change that is not guarded by patched()', async () => {
     const changed = await bundleWorkflowCode({ workflowsPath: require.resolve('./changed-workflows'), logger: quietLogger });
-    const completed = histories.find((h) => h.file.includes('photo-completed'))!;
+    const completed = histories.find((h) => h.file.includes('photo-completed.v1'))!;
     await assert.rejects(
       Worker.runReplayHistory({ workflowBundle: changed }, completed.history, completed.workflowId),
       DeterminismViolationError,

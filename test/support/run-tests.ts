@@ -1,7 +1,8 @@
 /**
  * `npm test`: makes a throwaway certificate authority and a `localhost` certificate for the suite's HTTPS
  * servers, then runs mocha with `NODE_EXTRA_CA_CERTS` pointing at that authority (Node reads it only at start)
- * and `OUTBOUND_ALLOW_CIDRS` allowing loopback. Extra arguments go to mocha.
+ * and `OUTBOUND_ALLOW_CIDRS` allowing loopback. Extra arguments go to mocha; `--exec <script>` runs a script of
+ * the test tools under the same environment instead (the history recorder does).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -19,7 +20,9 @@ function makeCertificates(dir: string): void {
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'imagery-test-tls-'));
 makeCertificates(dir);
-const mocha = spawn(process.execPath, [require.resolve('mocha/bin/mocha.js'), ...process.argv.slice(2)], {
+const args = process.argv.slice(2);
+const command = args[0] === '--exec' ? args.slice(1) : [require.resolve('mocha/bin/mocha.js'), ...args];
+const mocha = spawn(process.execPath, command, {
   stdio: 'inherit',
   env: {
     ...process.env,

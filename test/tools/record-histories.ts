@@ -5,12 +5,14 @@
  * that histories of workflows started before the change still replay.
  */
 import { writeFile } from 'node:fs/promises';
+import type { WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
-import { actionWorkflowId } from '../../src/temporal/contract';
+import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
+import { startHttpsServer } from '../support/https-server';
 import { startActionWorkflow } from '../../src/temporal/start-action';
 import { setUpEnvironment, tearDownEnvironment } from '../support/environment';
 import { eventually, jpegBase64, newAccount, placeAction } from '../support/fixtures';
@@ -18,20 +20,28 @@ import { ScriptedProvider } from '../support/providers';
 import { Stack, startStack } from '../support/stack';
 
 const OUT = path.resolve(__dirname, '../../../test/histories');
-const VERSION = process.env.HISTORY_VERSION ?? 'v1';
+const VERSION = process.env.HISTORY_VERSION ?? 'v2';
 
 type Product = 'photo' | 'card' | 'video' | 'edit';
 
-async function record(stack: Stack, name: string, product: Product, params: Record<string, unknown>, during?: (actionId: number) => Promise<void>): Promise<number> {
+async function save(handle: { fetchHistory(): ReturnType<WorkflowHandle['fetchHistory']> }, name: string): Promise<void> {
+  const file = path.join(OUT, `${name}.${VERSION}.json`);
+  await writeFile(file, historyToJSON(await handle.fetchHistory()));
+  process.stdout.write(`recorded ${path.relative(process.cwd(), file)}\n`);
+}
+
+async function record(
+  stack: Stack, name: string, product: Product, params: Record<string, unknown>,
+  during?: (actionId: number) => Promise<void>, webhookUrl?: string,
+): Promise<number> {
   const { accountId } = await newAccount(stack.db, 50);
   const actionId = await placeAction(stack.db, accountId, { product, params, hold: 5 });
+  if (webhookUrl) await stack.db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [actionId, webhookUrl]);
   await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' || product === 'card' ? 'generate' : product, product });
   const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
   if (during) await during(actionId);
   await handle.result();
-  const file = path.join(OUT, `action-workflow.${name}.${VERSION}.json`);
-  await writeFile(file, historyToJSON(await handle.fetchHistory()));
-  process.stdout.write(`recorded ${path.relative(process.cwd(), file)}\n`);
+  await save(handle, `action-workflow.${name}`);
   return actionId;
 }
 
@@ -53,6 +63,16 @@ async function main(): Promise<void> {
     });
     await record(stack, 'video-completed', 'video', { input, scenario: '', durationSec: 5, loopMode: false, cardMode: false, aspectRatio: '3:4' });
     await record(stack, 'edit-completed', 'edit', { source: `results/${photoId}.jpg`, instruction: 'brighter' });
+
+    // An ad-hoc webhook whose receiver fails once, then accepts: the action starts a delivery child workflow.
+    let answered = 0;
+    const receiver = await startHttpsServer((_req, res) => void res.writeHead(answered++ === 0 ? 503 : 200).end());
+    const notified = await record(stack, 'photo-with-webhook', 'photo', photo, undefined, `${receiver.url}/hook`);
+    const [delivery] = await stack.db.query('SELECT id FROM webhook_deliveries WHERE action_id = $1', [notified]);
+    const deliveryHandle = stack.temporal.workflow.getHandle(deliveryWorkflowId(delivery.id));
+    await deliveryHandle.result();
+    await save(deliveryHandle, 'webhook-delivery-workflow.retried-then-delivered');
+    await receiver.close();
     await stack.stop();
 
     const flaky = await startStack({ provider: new ScriptedProvider([new ProviderError('upstream timeout', 'timeout', true)]) });
