@@ -1,0 +1,29 @@
+# The service image: one image, two roles (`api` or `worker`, the CMD). Debian-based because sharp's prebuilt
+# libvips and Temporal's native core bridge need glibc; fonts for card text; ffmpeg for videos.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY api ./api
+COPY workflows ./workflows
+COPY activities ./activities
+COPY migrations ./migrations
+COPY test ./test
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ffmpeg fonts-dejavu-core ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production DATA_DIR=/data FFMPEG_PATH=/usr/bin/ffmpeg
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+RUN mkdir -p /data && chown node:node /data
+USER node
+EXPOSE 3000
+ENTRYPOINT ["node", "dist/src/main.js"]
+CMD ["api"]
