@@ -2,6 +2,7 @@ import { createActionLifecycleActivities } from './action-lifecycle';
 import type { ActivityDeps } from './deps';
 import { createGenerateAssetActivities } from './generate-asset';
 import { createWebhookDeliveryActivities } from './webhook-delivery';
+import { createJobLifecycleActivities } from './job-lifecycle';
 
 export type { ActivityDeps } from './deps';
 
@@ -11,6 +12,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createActionLifecycleActivities(deps),
     ...createGenerateAssetActivities(deps),
     ...createWebhookDeliveryActivities(deps),
+    ...createJobLifecycleActivities(deps),
   };
 }
 

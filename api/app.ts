@@ -22,10 +22,10 @@ import { projectRoutes } from './routes/projects';
 import { statusRoutes } from './routes/status';
 import { uploadRoutes } from './routes/uploads';
 import { webhookRoutes } from './routes/webhooks';
+import { jobRoutes, V2_PREFIX } from './routes/jobs';
 import type { ApiServices } from './services';
 import { compileValidator } from './validation';
 
-export const V2_PREFIX = '/api/v2';
 /** Five 15 MB images in base64 plus the other fields. */
 const BODY_LIMIT_BYTES = 5 * Math.ceil((15 * 1024 * 1024 * 4) / 3) + 1024 * 1024;
 
@@ -38,7 +38,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       documented: true,
       routes: [...projectRoutes(services), ...uploadRoutes(services), ...generateRoutes(services), ...editRoutes(services), ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services)],
     },
-    { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [] },
+    { prefix: V2_PREFIX, authenticated: true, documented: true, routes: jobRoutes(services) },
   ];
 }
 

@@ -10,7 +10,14 @@ import type { Caller } from './services';
 
 export interface ProjectHints { name: string | null; productName: string | null; categoryId: string | null; conceptId: string | null }
 
-export async function resolveProject(m: EntityManager, caller: Caller, projectId: number | undefined, hints: ProjectHints): Promise<number> {
+/**
+ * The project of a new card. `ownProject` (v2 jobs) always makes a new project of source `api_v2`; project_id and
+ * the inbox do not apply then.
+ */
+export async function resolveProject(
+  m: EntityManager, caller: Caller, projectId: number | undefined, hints: ProjectHints, ownProject?: 'api_v2',
+): Promise<number> {
+  if (ownProject) return insertProject(m, caller, hints, ownProject);
   if (projectId !== undefined) {
     await requireOwn(m, Project, projectId, caller, 'Project');
     return projectId;
@@ -23,9 +30,13 @@ export async function resolveProject(m: EntityManager, caller: Caller, projectId
     if (created) return created.id;
     return (await sqlRow(m, 'SELECT id FROM projects WHERE inbox_key_id = $1', [caller.keyId]))!.id;
   }
+  return insertProject(m, caller, hints, 'api');
+}
+
+async function insertProject(m: EntityManager, caller: Caller, hints: ProjectHints, source: 'api' | 'api_v2'): Promise<number> {
   const project = await sqlRow(m,
     `INSERT INTO projects (account_id, name, product_name, category_id, concept_id, source)
-     VALUES ($1, $2, $3, $4, $5, 'api') RETURNING id`,
-    [caller.accountId, hints.name, hints.productName, hints.categoryId, hints.conceptId]);
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+    [caller.accountId, hints.name, hints.productName, hints.categoryId, hints.conceptId, source]);
   return project!.id;
 }

@@ -80,6 +80,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'Status and results': 'Polling, cancelling and downloading results',
   'Projects and cards': 'Project > Card > Action: how results are grouped',
   Webhooks: 'Registered webhooks, their deliveries and redelivery',
+  'Jobs v2': 'Durable jobs for photo generation and edit: status, phase, polling hints, owner-checked cancel',
 };
 
 export function buildOpenApiDocument(allGroups: RouteGroup[], serverUrl: string) {

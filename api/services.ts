@@ -10,7 +10,7 @@ import type { DefaultGrouping } from '../src/db/entities/api-key';
 
 /** Everything the API's handlers use, built once at start. */
 export interface ApiServices {
-  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs'>;
+  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>;
   db: DataSource;
   temporal: Client;
   store: AssetStore;

@@ -29,6 +29,10 @@ export interface Config {
   secretsKey: string | undefined;
   /** First retry interval of webhook deliveries (then doubling). */
   webhookRetryInitialMs: number;
+  /** Provider attempts of a v2 job before it ends in `dead_letter`. */
+  jobMaxAttempts: number;
+  /** First backoff between a v2 job's attempts (then doubling). */
+  jobRetryBackoffMs: number;
   /** The ffmpeg binary of the local renderer; else one on PATH, else the one shipped in node_modules. */
   ffmpegPath: string | undefined;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
@@ -69,6 +73,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),
     secretsKey: str('SECRETS_KEY'),
+    jobMaxAttempts: int('JOB_MAX_ATTEMPTS', 3),
+    jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };

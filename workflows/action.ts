@@ -4,12 +4,11 @@
  * Bookkeeping runs outside cancellation, so a cancel request can stop the render but never half a settlement.
  */
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, ParentClosePolicy, patched, proxyActivities,
-  startChild, upsertSearchAttributes, WorkflowIdReusePolicy,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched, proxyActivities, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { deliveryWorkflowId, NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
-import { webhookDeliveryWorkflow } from './webhook-delivery';
+import { NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { announceOutcome } from './announce';
 
 const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
@@ -49,33 +48,9 @@ function failureMessage(err: unknown): string {
 
 const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonCancellable(step);
 
-/**
- * Starts one child workflow per webhook delivery of the outcome. Children are abandoned by this workflow when it
- * closes, so a slow receiver never holds the action back. Histories recorded before webhooks existed replay
- * without this step (the `webhook-deliveries` patch).
- */
+/** Histories recorded before webhooks existed replay without announcing (the `webhook-deliveries` patch). */
 async function announce(actionId: number, outcome: 'completed' | 'failed'): Promise<void> {
-  if (!patched('webhook-deliveries')) return;
-  await settle(async () => {
-    const plan = await bookkeeping.planDeliveries(actionId, outcome);
-    for (const delivery of plan.deliveries) {
-      try {
-        await startChild(webhookDeliveryWorkflow, {
-          workflowId: deliveryWorkflowId(delivery.deliveryId),
-          args: [{ deliveryId: delivery.deliveryId, maxAttempts: delivery.maxAttempts, retryInitialMs: plan.retryInitialMs }],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-          typedSearchAttributes: [
-            { key: SEARCH_ATTRIBUTES.actionId, value: actionId },
-            { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
-          ],
-          staticSummary: `${delivery.event} → ${delivery.registered ? 'registered webhook' : 'ad-hoc webhook_url'}`,
-        });
-      } catch (err) {
-        log.warn('webhook delivery not started', { deliveryId: delivery.deliveryId, error: String(err) });
-      }
-    }
-  });
+  if (patched('webhook-deliveries')) await announceOutcome(actionId, outcome);
 }
 
 export async function actionWorkflow({ actionId }: ActionWorkflowInput): Promise<ActionOutcome> {

@@ -1,3 +1,4 @@
 /** The worker's only workflowsPath: every workflow type, one per file. */
 export { actionWorkflow } from './action';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
+export { jobWorkflow } from './job';

@@ -9,7 +9,8 @@ import { sqlRow } from '../../src/db/sql';
 import { closeAction } from '../../src/domain/action-states';
 import { holdSparks, InsufficientSparks, settleHold } from '../../src/domain/billing';
 import { log } from '../../src/log';
-import { startActionWorkflow } from '../../src/temporal/start-action';
+import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
+import type { JobType } from '../../src/domain/jobs';
 import { generationUnavailable, insufficientTokens } from '../errors';
 import { ProjectHints, resolveProject } from '../grouping';
 import { claimKey, IdempotencyClaim, IdempotentReplay, recordResponse, StoredResponse } from '../idempotency';
@@ -20,7 +21,7 @@ export const V1_PREFIX = '/api/v1/public';
 
 /** Where the action goes: a new card (grouped by project_id or the key's default), or a new version of a card. */
 export type Placement =
-  | { kind: 'new-card'; projectId?: number; hints: ProjectHints; aspectRatio: string; contentType: 'photo' | 'video' }
+  | { kind: 'new-card'; projectId?: number; hints: ProjectHints; aspectRatio: string; contentType: 'photo' | 'video'; ownProject?: 'api_v2' }
   | { kind: 'new-version'; projectId: number; cardId: number; parentActionId: number; depth: number };
 
 export interface NewAction<R> {
@@ -33,6 +34,8 @@ export interface NewAction<R> {
   clientGroupId?: string;
   webhookUrl?: string;
   idempotency?: IdempotencyClaim;
+  /** Set for a v2 job: its row is written in the same transaction and the job workflow runs the action. */
+  job?: { id: string; type: JobType };
   /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
   respond(placed: PlacedAction): R;
 }
@@ -41,7 +44,7 @@ export interface PlacedAction { actionId: number; projectId: number; cardId: num
 
 async function place(m: EntityManager, caller: Caller, placement: Placement) {
   if (placement.kind === 'new-version') return { ...placement, parentActionId: placement.parentActionId as number | null };
-  const projectId = await resolveProject(m, caller, placement.projectId, placement.hints);
+  const projectId = await resolveProject(m, caller, placement.projectId, placement.hints, placement.ownProject);
   const card = await sqlRow(m,
     `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
     [caller.accountId, projectId, placement.contentType, placement.aspectRatio]);
@@ -64,6 +67,10 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
       if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
       throw err;
     }
+    if (spec.job) {
+      await m.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, $4, 'queued', 'queued')`,
+        [spec.job.id, spec.caller.accountId, action!.id, spec.job.type]);
+    }
     const placed: PlacedAction = { actionId: action!.id, projectId: where.projectId, cardId: where.cardId };
     const response: StoredResponse = { status: 200, body: spec.respond(placed) };
     if (spec.idempotency) await recordResponse(m, spec.idempotency, response);
@@ -71,13 +78,21 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
   });
 
   try {
-    await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
+    if (spec.job) {
+      await startJobWorkflow(temporal, config, { jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId: spec.caller.accountId });
+    } else {
+      await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
+    }
   } catch (err) {
     // Temporal is unreachable: undo the hold and close the action, so nothing stays pending or reserved.
     log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });
     await db.transaction(async (m) => {
       await settleHold(m, placed.actionId, 'released');
       await closeAction(m, placed.actionId, 'failed', 'Generation was unavailable', ['pending']);
+      if (spec.job) {
+        await m.query(`UPDATE jobs SET status = 'failed', phase = 'failed', retryable = true, error_code = 'generation_unavailable',
+                              error_message = 'Generation was unavailable', completed_at = now(), updated_at = now() WHERE id = $1`, [spec.job.id]);
+      }
     });
     throw generationUnavailable();
   }

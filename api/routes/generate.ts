@@ -20,7 +20,7 @@ export { V1_PREFIX };
 
 export const MIN_VIDEO_SIDE = 300;
 
-const ERRORS: Record<number, RouteResponse> = {
+export const ERRORS: Record<number, RouteResponse> = {
   400: { description: '`invalid_request`: an image cannot be read or fetched, or concept_id does not belong to category_id; `upload_not_found`, `upload_expired`' },
   402: { description: '`insufficient_tokens`; details: available, required' },
   403: { description: '`forbidden`: project_id belongs to another account' },
@@ -32,7 +32,8 @@ const ERRORS: Record<number, RouteResponse> = {
 
 interface Detected { categoryId: string; conceptId: string; productName: string; qualities?: string[]; detected: boolean }
 
-export function generateRoutes(services: ApiServices): Route[] {
+/** The pieces every generation endpoint (v1 and v2) is made of. */
+export function generationKit(services: ApiServices) {
   const { db, provider } = services;
   const readImage = imageReader(services);
 
@@ -83,8 +84,8 @@ export function generateRoutes(services: ApiServices): Route[] {
   }
 
   /** A new card grouped by project_id or the key's default, its project named after the product. */
-  const newCard = (body: { project_id?: number; aspect_ratio: string }, found: Detected): Placement => ({
-    kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo',
+  const newCard = (body: { project_id?: number; aspect_ratio: string }, found: Detected, ownProject?: 'api_v2'): Placement => ({
+    kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo', ownProject,
     hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
   });
 
@@ -97,6 +98,26 @@ export function generateRoutes(services: ApiServices): Route[] {
     detected,
   });
 
+  /** A photo request made ready to submit: images read and stored, fields detected, price and params set. */
+  async function preparePhoto(ctx: Context, body: PhotoRequest, caller: Caller) {
+    const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
+    const images = await readImages(body.images, 'images', caller);
+    const found = await detect(images, locale, body, undefined);
+    const price = photoPrice(await readPriceList(db.manager), body.resolution);
+    const params: PhotoParams = {
+      inputs: await storeImages(services, images), productName: found.productName, categoryId: found.categoryId,
+      conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
+      resolution: body.resolution, comment: body.comment,
+    };
+    return { found, price, params };
+  }
+
+  return { readImage, readImages, detect, detectedView, replayed, newCard, generationResponse, preparePhoto };
+}
+
+export function generateRoutes(services: ApiServices): Route[] {
+  const { db } = services;
+  const { readImage, readImages, detect, detectedView, replayed, newCard, generationResponse, preparePhoto } = generationKit(services);
   return [
     {
       method: 'post', path: '/generate/photo', operationId: 'generatePhoto', tag: 'Generation',
@@ -108,15 +129,7 @@ export function generateRoutes(services: ApiServices): Route[] {
         const caller = ctx.state.caller as Caller;
         const { claim, done } = await replayed(ctx, 'v1:generate/photo', body);
         if (done) return;
-        const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
-        const images = await readImages(body.images, 'images', caller);
-        const found = await detect(images, locale, body, undefined);
-        const price = photoPrice(await readPriceList(db.manager), body.resolution);
-        const params: PhotoParams = {
-          inputs: await storeImages(services, images), productName: found.productName, categoryId: found.categoryId,
-          conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
-          resolution: body.resolution, comment: body.comment,
-        };
+        const { found, price, params } = await preparePhoto(ctx, body, caller);
         const response = await submitAction(services, {
           caller, type: 'generate', product: 'photo', price, params, idempotency: claim,
           placement: newCard(body, found),

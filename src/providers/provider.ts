@@ -66,6 +66,8 @@ export interface RenderedAsset {
 
 export interface ImageProvider {
   readonly name: string;
+  /** Typical seconds one render takes, for polling hints. */
+  typicalSeconds(kind: 'photo' | 'card' | 'video' | 'edit'): number;
   analyze(images: Buffer[], locale: Locale): Promise<ProductAnalysis>;
   renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset>;
   renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset>;

@@ -21,6 +21,7 @@ export const SEARCH_ATTRIBUTE_REGISTRATIONS: Record<string, 'Int' | 'Keyword'> =
 );
 
 export const actionWorkflowId = (actionId: number): string => `action-${actionId}`;
+export const jobWorkflowId = (jobId: string): string => `job-${jobId}`;
 /** A delivery's workflow id is its UUID, the `X-Service-Job-Id` receivers see. */
 export const deliveryWorkflowId = (deliveryId: string): string => `delivery-${deliveryId}`;
 

@@ -1,9 +1,10 @@
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { ActionProduct, ActionType } from '../db/entities/action';
-import { actionWorkflowId, SEARCH_ATTRIBUTES } from './contract';
+import { actionWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from './contract';
+import type { JobType } from '../domain/jobs';
 
 /**
- * Starts the workflow of an action. The id is derived from the action, so starting twice (a retried request, a
+ * Starts the workflow of a v1 action. The id is derived from the action, so starting twice (a retried request, a
  * recovery sweep) finds the running workflow instead of making a second one.
  */
 export async function startActionWorkflow(
@@ -21,6 +22,31 @@ export async function startActionWorkflow(
         { key: SEARCH_ATTRIBUTES.actionId, value: action.id },
         { key: SEARCH_ATTRIBUTES.actionType, value: action.type },
         { key: SEARCH_ATTRIBUTES.actionStatus, value: 'pending' },
+      ],
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/** Starts the workflow of a v2 job (`job-<uuid>`), which runs its action. */
+export async function startJobWorkflow(
+  client: Client, config: { taskQueue: string; jobMaxAttempts: number; jobRetryBackoffMs: number },
+  job: { jobId: string; type: JobType; actionId: number; accountId: number },
+): Promise<void> {
+  try {
+    await client.workflow.start('jobWorkflow', {
+      taskQueue: config.taskQueue,
+      workflowId: jobWorkflowId(job.jobId),
+      args: [{ jobId: job.jobId, actionId: job.actionId, maxAttempts: config.jobMaxAttempts, backoffMs: config.jobRetryBackoffMs }],
+      staticSummary: `${job.type} · job ${job.jobId} · action ${job.actionId} · account ${job.accountId}`,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.accountId, value: job.accountId },
+        { key: SEARCH_ATTRIBUTES.actionId, value: job.actionId },
+        { key: SEARCH_ATTRIBUTES.jobId, value: job.jobId },
+        { key: SEARCH_ATTRIBUTES.jobStatus, value: 'queued' },
+        { key: SEARCH_ATTRIBUTES.jobPhase, value: 'queued' },
       ],
     });
   } catch (err) {

@@ -267,7 +267,7 @@ describe('when Temporal cannot be reached', function () {
     const unreachable = await connectClient(testEnvironment().temporalAddress, 'default');
     await unreachable.connection.close();
     const app = createApp({
-      config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl, webhookRetryInitialMs: 100 },
+      config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl, webhookRetryInitialMs: 100, jobMaxAttempts: 3, jobRetryBackoffMs: 100 },
       db: stack.db, temporal: unreachable, store: stack.store, signer: stack.signer, provider: new (await import('../../src/providers/local-renderer')).LocalRenderer(),
       outbound: new OutboundPolicy(), secrets: stack.deps.secrets,
     });

@@ -12,6 +12,10 @@ export class ScriptedProvider implements ImageProvider {
 
   constructor(private readonly failures: ProviderError[]) {}
 
+  typicalSeconds(kind: 'photo' | 'card' | 'video' | 'edit') {
+    return this.inner.typicalSeconds(kind);
+  }
+
   analyze(images: Buffer[], locale: 'ru' | 'en' | 'es') {
     return this.inner.analyze(images, locale);
   }

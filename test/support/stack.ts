@@ -44,6 +44,8 @@ export interface StackOptions {
   taskQueue?: string;
   outboundAllowCidrs?: string[];
   webhookRetryInitialMs?: number;
+  jobMaxAttempts?: number;
+  jobRetryBackoffMs?: number;
   /** A different outbound policy for the worker than for the API (to test the send-time address check). */
   workerOutboundAllowCidrs?: string[];
 }
@@ -76,7 +78,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const signer = new UrlSigner('test-signing-secret', baseUrl);
   const app = createApp({
-    config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs },
+    config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs,
+      jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
+    },
     db, temporal, store, signer, provider, outbound, secrets: TEST_SECRETS,
   });
   server.on('request', app.callback());

@@ -43,6 +43,10 @@ export class LocalRenderer implements ImageProvider {
 
   constructor(private readonly options: LocalRendererOptions = {}) {}
 
+  typicalSeconds(kind: 'photo' | 'card' | 'video' | 'edit'): number {
+    return Math.ceil((this.options.delayMs ?? 0) / 1000) + (kind === 'video' ? 3 : 1);
+  }
+
   async analyze(images: Buffer[], locale: Locale): Promise<ProductAnalysis> {
     const colour = COLOUR_NAMES[locale][colourName(...(await meanColour(images[0])))];
     return { category_id: 'other', product_name: `${colour} ${PRODUCT_WORD[locale]}`, qualities: QUALITIES[locale] };

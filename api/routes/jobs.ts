@@ -1,0 +1,247 @@
+/**
+ * Jobs v2: photo generation and edit as durable jobs with status, phase, polling hints and owner-checked cancel.
+ * An unknown, malformed or foreign job id is the same 404 `not_found`.
+ */
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Context } from 'koa';
+import { sqlRow } from '../../src/db/sql';
+import type { EditParams } from '../../src/domain/action-params';
+import { closeAction } from '../../src/domain/action-states';
+import { settleHold } from '../../src/domain/billing';
+import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/domain/jobs';
+import { readPriceList } from '../../src/domain/pricing';
+import { jobWorkflowId } from '../../src/temporal/contract';
+import { send, submitAction } from '../actions/submit';
+import { notFound } from '../errors';
+import type { Route } from '../route';
+import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
+import type { ApiServices, Caller } from '../services';
+import { editableSource } from './edit';
+import { ERRORS, generationKit } from './generate';
+import { idempotencyHeader, findReplay, readIdempotencyKey } from '../idempotency';
+
+export const V2_PREFIX = '/api/v2';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const jobIdPath = { type: 'object', required: ['job_id'], properties: { job_id: { type: 'string', maxLength: 64, description: 'UUID' } } };
+
+const createJobSchema = {
+  type: 'object',
+  required: ['job_id', 'status', 'type', 'status_url', 'cancel_url', 'result_url', 'resource_id', 'first_check_after_sec'],
+  properties: {
+    job_id: { type: 'string', format: 'uuid' },
+    status: { type: 'string', enum: ['queued'] },
+    type: { type: 'string', enum: ['generation.execute', 'edit.execute'] },
+    status_url: { type: 'string' }, cancel_url: { type: 'string' }, result_url: { type: 'string' },
+    resource_id: { type: 'integer', description: 'The action id of the job' },
+    first_check_after_sec: { type: 'integer' },
+  },
+};
+
+const jobSchema = {
+  type: 'object',
+  required: ['job_id', 'type', 'status', 'phase', 'retryable', 'error_code', 'error_message', 'result', 'resource_id', 'created_at', 'started_at', 'completed_at', 'check_again_in_sec'],
+  properties: {
+    job_id: { type: 'string', format: 'uuid' },
+    type: { type: 'string', enum: ['generation.execute', 'edit.execute'] },
+    status: { type: 'string', enum: [...JOB_STATUSES] },
+    phase: { type: 'string', description: `One of ${JOB_PHASES.join(', ')}; the list can grow` },
+    retryable: { type: 'boolean', description: 'Whether sending the same request again could succeed' },
+    error_code: { type: ['string', 'null'] },
+    error_message: { type: ['string', 'null'] },
+    result: {
+      type: ['object', 'null'],
+      required: ['action_id', 'card_id', 'project_id', 'result_url', 'result_url_expires_at'],
+      properties: {
+        action_id: { type: 'integer' }, card_id: { type: 'integer' }, project_id: { type: 'integer' },
+        result_url: { type: 'string' }, result_url_expires_at: { type: 'string', format: 'date-time' },
+      },
+    },
+    resource_id: { type: 'integer' },
+    created_at: { type: 'string', format: 'date-time' },
+    started_at: { type: ['string', 'null'], format: 'date-time' },
+    completed_at: { type: ['string', 'null'], format: 'date-time' },
+    check_again_in_sec: { type: ['integer', 'null'] },
+  },
+};
+
+const notReadySchema = {
+  type: 'object', required: ['job_id', 'status', 'message'],
+  properties: { job_id: { type: 'string' }, status: { type: 'string' }, message: { type: 'string' }, error_code: { type: ['string', 'null'] } },
+};
+
+interface JobRow {
+  id: string; account_id: number; action_id: number; type: JobType; status: JobStatus; phase: string; retryable: boolean;
+  error_code: string | null; error_message: string | null; next_attempt_at: Date | null; created_at: Date; started_at: Date | null;
+  completed_at: Date | null; asset_path: string | null; card_id: number; project_id: number; product: 'photo' | 'edit';
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function jobRoutes(services: ApiServices): Route[] {
+  const { db, temporal, signer, provider } = services;
+  const kit = generationKit(services);
+
+  const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit') => ({
+    job_id: jobId, status: 'queued' as const, type,
+    status_url: `${V2_PREFIX}/jobs/${jobId}`, cancel_url: `${V2_PREFIX}/jobs/${jobId}/cancel`, result_url: `${V2_PREFIX}/jobs/${jobId}/result`,
+    resource_id: actionId, first_check_after_sec: provider.typicalSeconds(kind) + 1,
+  });
+
+  /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
+  async function ownJob(ctx: Context, jobId: string): Promise<JobRow> {
+    if (!UUID.test(jobId)) throw notFound('Job');
+    const row = await sqlRow<JobRow>(db.manager,
+      `SELECT j.*, a.asset_path, a.card_id, a.project_id, a.product FROM jobs j JOIN actions a ON a.id = j.action_id WHERE j.id = $1`, [jobId]);
+    if (!row || row.account_id !== (ctx.state.caller as Caller).accountId) throw notFound('Job');
+    return row;
+  }
+
+  function jobView(job: JobRow) {
+    const signed = job.status === 'succeeded' && job.asset_path ? signer.url(job.asset_path) : undefined;
+    return {
+      job_id: job.id, type: job.type, status: job.status, phase: job.phase, retryable: job.retryable,
+      error_code: job.error_code, error_message: job.error_message,
+      result: signed ? {
+        action_id: job.action_id, card_id: job.card_id, project_id: job.project_id, result_url: signed.url, result_url_expires_at: signed.expiresAt.toISOString(),
+      } : null,
+      resource_id: job.action_id, created_at: iso(job.created_at), started_at: iso(job.started_at), completed_at: iso(job.completed_at),
+      check_again_in_sec: checkAgainInSec(job, provider.typicalSeconds(job.product)),
+    };
+  }
+
+  return [
+    {
+      method: 'post', path: '/jobs/generate', operationId: 'createGenerationJob', tag: 'Jobs v2',
+      summary: 'Start a photo generation job (the v1 photo body; project_id and inbox grouping do not apply)',
+      body: photoRequestSchema,
+      headers: [idempotencyHeader],
+      responses: { 202: { description: 'The job, queued', schema: createJobSchema }, ...ERRORS },
+      async handle(ctx, { body }: { body: PhotoRequest }) {
+        const caller = ctx.state.caller as Caller;
+        const { claim, done } = await kit.replayed(ctx, 'v2:generation.execute', body);
+        if (done) return;
+        const { found, price, params } = await kit.preparePhoto(ctx, body, caller);
+        const jobId = randomUUID();
+        const response = await submitAction(services, {
+          caller, type: 'generate', product: 'photo', price, params, idempotency: claim,
+          job: { id: jobId, type: 'generation.execute' },
+          placement: kit.newCard({ aspect_ratio: body.aspect_ratio }, found, 'api_v2'),
+          clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
+          respond: (placed) => createdJob(jobId, 'generation.execute', placed.actionId, 'photo'),
+        });
+        send(ctx, { ...response, status: 202 }, response.replayed);
+      },
+    },
+    {
+      method: 'post', path: '/jobs/edit', operationId: 'createEditJob', tag: 'Jobs v2',
+      summary: 'Start an edit job on a completed action of the account',
+      body: {
+        type: 'object', required: ['action_id', 'instruction'],
+        properties: {
+          action_id: { type: 'integer', minimum: 1, maximum: 2147483647 },
+          instruction: { type: 'string', minLength: 1, maxLength: 1000 },
+          webhook_url: { $ref: 'HttpsUrl' },
+        },
+      },
+      headers: [idempotencyHeader],
+      responses: {
+        202: { description: 'The job, queued', schema: createJobSchema },
+        402: ERRORS[402],
+        403: { description: '`forbidden`: the action belongs to another account' },
+        404: { description: '`not_found`: the action does not exist' },
+        409: { description: '`action_not_completed`, `edit_depth_exceeded`, or `idempotency_conflict`' },
+      },
+      async handle(ctx, { body }: { body: { action_id: number; instruction: string; webhook_url?: string } }) {
+        const caller = ctx.state.caller as Caller;
+        const claim = readIdempotencyKey(ctx, caller.accountId, 'v2:edit.execute', body);
+        const earlier = claim && (await findReplay(db, claim));
+        if (earlier) return send(ctx, earlier, true);
+        const source = await editableSource(services, caller, body.action_id);
+        const params: EditParams = { source: source.assetPath!, instruction: body.instruction };
+        const jobId = randomUUID();
+        const response = await submitAction(services, {
+          caller, type: 'edit', product: 'edit', price: (await readPriceList(db.manager)).improvement, params, idempotency: claim,
+          job: { id: jobId, type: 'edit.execute' }, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
+          placement: { kind: 'new-version', projectId: source.projectId, cardId: source.cardId, parentActionId: source.id, depth: source.depth + 1 },
+          respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit'),
+        });
+        send(ctx, { ...response, status: 202 }, response.replayed);
+      },
+    },
+    {
+      method: 'get', path: '/jobs/{job_id}', operationId: 'getJob', tag: 'Jobs v2', summary: 'A job: status, phase, result and polling hint',
+      params: jobIdPath,
+      responses: { 200: { description: 'The job', schema: jobSchema }, 404: { description: '`not_found`: unknown, malformed or another account\'s job id' } },
+      async handle(ctx, { params }) {
+        ctx.body = jobView(await ownJob(ctx, params.job_id));
+      },
+    },
+    {
+      method: 'post', path: '/jobs/{job_id}/cancel', operationId: 'cancelJob', tag: 'Jobs v2',
+      summary: 'Cancel a job: at once when it is not running, at its next safe point when it is',
+      params: jobIdPath,
+      responses: {
+        200: {
+          description: 'The cancel result',
+          schema: {
+            type: 'object', required: ['job_id', 'status', 'cancelled', 'message'],
+            properties: { job_id: { type: 'string' }, status: { type: 'string', enum: [...JOB_STATUSES] }, cancelled: { type: 'boolean' }, message: { type: 'string' } },
+          },
+        },
+        404: { description: '`not_found`' },
+      },
+      async handle(ctx, { params }) {
+        const job = await ownJob(ctx, params.job_id);
+        const answer = (status: JobStatus, cancelled: boolean, message: string) => {
+          ctx.body = { job_id: job.id, status, cancelled, message };
+        };
+        if (TERMINAL_JOB_STATUSES.includes(job.status)) {
+          return answer(job.status, job.status === 'cancelled', job.status === 'cancelled' ? 'The job was already cancelled' : `The job already ended as ${job.status}`);
+        }
+        // Not running (waiting for a worker, between attempts): cancel here, release the hold, then stop the workflow.
+        const stoppedNow = await db.transaction(async (m) => {
+          const moved = await sqlRow(m,
+            `UPDATE jobs SET status = 'cancelled', phase = 'failed', completed_at = now(), updated_at = now()
+              WHERE id = $1 AND status IN ('queued', 'claimed', 'retry_scheduled') RETURNING id`, [job.id]);
+          if (!moved) return false;
+          await closeAction(m, job.action_id, 'cancelled', null);
+          await settleHold(m, job.action_id, 'released');
+          return true;
+        });
+        try {
+          await temporal.workflow.getHandle(jobWorkflowId(job.id)).cancel();
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        }
+        if (stoppedNow) return answer('cancelled', true, 'Cancelled; held sparks were released');
+        return answer('running', false, 'Cancel requested');
+      },
+    },
+    {
+      method: 'get', path: '/jobs/{job_id}/result', operationId: 'getJobResult', tag: 'Jobs v2',
+      summary: 'Redirect to the signed result URL when the job succeeded',
+      params: jobIdPath,
+      responses: {
+        202: { description: 'Not ready yet: `status` and `message` (and `Retry-After`)', schema: notReadySchema },
+        302: { description: 'Redirect to the signed result URL', headers: { Location: { description: 'Signed asset URL', schema: { type: 'string' } } } },
+        404: { description: '`not_found`' },
+        409: { description: 'The job ended without a result: `status`, `message`, `error_code`', schema: notReadySchema },
+      },
+      async handle(ctx, { params }) {
+        const job = await ownJob(ctx, params.job_id);
+        if (job.status === 'succeeded' && job.asset_path) return ctx.redirect(signer.url(job.asset_path).url);
+        if (TERMINAL_JOB_STATUSES.includes(job.status)) {
+          ctx.status = 409;
+          ctx.body = { job_id: job.id, status: job.status, message: job.error_message ?? `The job ended as ${job.status}`, error_code: job.error_code };
+          return;
+        }
+        const wait = checkAgainInSec(job, provider.typicalSeconds(job.product)) ?? 1;
+        ctx.status = 202;
+        ctx.set('Retry-After', String(wait));
+        ctx.body = { job_id: job.id, status: job.status, message: `The result is not ready yet (${job.status}, ${job.phase})`, error_code: null };
+      },
+    },
+  ];
+}

@@ -1,0 +1,36 @@
+/**
+ * Announcing an outcome: one child workflow per webhook delivery, abandoned when the parent closes so that a slow
+ * receiver never holds the action or job back. Shared by the v1 action and v2 job workflows.
+ */
+import { CancellationScope, log, ParentClosePolicy, proxyActivities, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { deliveryWorkflowId, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { webhookDeliveryWorkflow } from './webhook-delivery';
+
+const { planDeliveries } = proxyActivities<Activities>({
+  ...TIMEOUTS.bookkeeping,
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+export async function announceOutcome(actionId: number, outcome: 'completed' | 'failed'): Promise<void> {
+  await CancellationScope.nonCancellable(async () => {
+    const plan = await planDeliveries(actionId, outcome);
+    for (const delivery of plan.deliveries) {
+      try {
+        await startChild(webhookDeliveryWorkflow, {
+          workflowId: deliveryWorkflowId(delivery.deliveryId),
+          args: [{ deliveryId: delivery.deliveryId, maxAttempts: delivery.maxAttempts, retryInitialMs: plan.retryInitialMs }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          typedSearchAttributes: [
+            { key: SEARCH_ATTRIBUTES.actionId, value: actionId },
+            { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
+          ],
+          staticSummary: `${delivery.event} → ${delivery.registered ? 'registered webhook' : 'ad-hoc webhook_url'}`,
+        });
+      } catch (err) {
+        log.warn('webhook delivery not started', { deliveryId: delivery.deliveryId, error: String(err) });
+      }
+    }
+  });
+}

@@ -1,0 +1,104 @@
+/**
+ * The story of one v2 job: the job's status and phase are this workflow's own steps, written to the read model as
+ * it moves. Provider attempts are retried here, not by the activity, so that a scheduled retry is visible
+ * (`retry_scheduled`, with a durable timer as the backoff) and running out of attempts ends in `dead_letter`.
+ *
+ *   queued ─▶ claimed/routing ─▶ running/provider_reserved ─▶ running/provider_running ─┬─▶ running/finalizing
+ *                                        ▲                                               │      ─▶ succeeded/postprocessing
+ *                                        └──── retry_scheduled (timer) ◀── retryable ────┤      ─▶ succeeded/completed
+ *                                                               attempts spent ─▶ dead_letter/failed
+ *                                                               refused ─────────▶ failed/failed
+ *   any live state ─ cancel ─▶ cancelled/failed (hold released)
+ */
+import {
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep, TimeoutFailure,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { JobMove } from '../activities/job-lifecycle';
+import { NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { announceOutcome } from './announce';
+
+const bookkeeping = proxyActivities<Activities>({
+  ...TIMEOUTS.bookkeeping,
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/** One provider attempt per call: the workflow owns the retries. */
+const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, retry: { maximumAttempts: 1 } });
+
+export interface JobInput {
+  jobId: string;
+  actionId: number;
+  maxAttempts: number;
+  /** First backoff between attempts; doubles after each. */
+  backoffMs: number;
+}
+
+export type JobOutcome = { status: 'succeeded'; assetPath: string } | { status: 'failed' | 'dead_letter'; error: string } | { status: 'cancelled' };
+
+const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonCancellable(step);
+
+class JobCancelled extends Error {}
+
+interface Failure { retryable: boolean; code: string; message: string }
+
+function classify(err: unknown): Failure {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof ApplicationFailure) {
+    const retryable = !cause.nonRetryable && !NON_RETRYABLE_FAILURE_TYPES.includes(cause.type as never);
+    const detail = (cause.details?.[0] as { code?: string } | undefined)?.code;
+    return { retryable, code: detail ?? (retryable ? 'provider_unavailable' : 'provider_refused'), message: cause.message };
+  }
+  if (cause instanceof TimeoutFailure) return { retryable: true, code: 'provider_timeout', message: 'The provider did not answer in time' };
+  return { retryable: true, code: 'provider_error', message: 'The provider failed' };
+}
+
+export async function jobWorkflow({ jobId, actionId, maxAttempts, backoffMs }: JobInput): Promise<JobOutcome> {
+  const move = async (step: JobMove): Promise<void> => {
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: step.status }, { key: SEARCH_ATTRIBUTES.jobPhase, value: step.phase }]);
+    if ((await settle(() => bookkeeping.moveJob(jobId, step))) === 'cancelled') throw new JobCancelled();
+  };
+
+  try {
+    await move({ status: 'claimed', phase: 'routing' });
+    if ((await settle(() => bookkeeping.startProcessing(actionId))) === 'cancelled') throw new JobCancelled();
+
+    let assetPath: string | undefined;
+    for (let attempt = 1; assetPath === undefined; attempt++) {
+      await move({ status: 'running', phase: 'provider_reserved', attempt: true });
+      await move({ status: 'running', phase: 'provider_running' });
+      try {
+        assetPath = await provider.generateAsset(actionId);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        const failure = classify(err);
+        if (failure.retryable && attempt < maxAttempts) {
+          const delay = backoffMs * 2 ** (attempt - 1);
+          await move({ status: 'retry_scheduled', phase: 'provider_reserved', nextAttemptInMs: delay, retryable: true, errorCode: failure.code, errorMessage: failure.message });
+          await sleep(delay);
+          continue;
+        }
+        const status = failure.retryable ? 'dead_letter' : 'failed';
+        await settle(() => bookkeeping.failAction(actionId, failure.message));
+        await move({ status, phase: 'failed', retryable: failure.retryable, errorCode: failure.code, errorMessage: failure.message });
+        await announceOutcome(actionId, 'failed');
+        return { status, error: failure.message };
+      }
+    }
+
+    await move({ status: 'running', phase: 'finalizing' });
+    if ((await settle(() => bookkeeping.completeAction(actionId, assetPath!))) === 'cancelled') throw new JobCancelled();
+    await move({ status: 'succeeded', phase: 'postprocessing', retryable: false });
+    await announceOutcome(actionId, 'completed');
+    // The job is already terminal in the read model; only the search attribute tells that postprocessing ended.
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobPhase, value: 'completed' }]);
+    await settle(() => bookkeeping.finishJobPostprocessing(jobId));
+    return { status: 'succeeded', assetPath: assetPath! };
+  } catch (err) {
+    if (!(err instanceof JobCancelled) && !isCancellation(err)) throw err;
+    await settle(() => bookkeeping.cancelJob(jobId, actionId));
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: 'cancelled' }, { key: SEARCH_ATTRIBUTES.jobPhase, value: 'failed' }]);
+    return { status: 'cancelled' };
+  }
+}
