@@ -6,7 +6,7 @@ import { logLevel } from '../log';
 let runtimeInstalled = false;
 
 /** Routes the SDK's own logging at our level (warnings by default), once per process. */
-function installRuntime(): void {
+export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {

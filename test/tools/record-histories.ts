@@ -11,9 +11,10 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
-import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
+import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
-import { startActionWorkflow } from '../../src/temporal/start-action';
+import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
+import { randomUUID } from 'node:crypto';
 import { setUpEnvironment, tearDownEnvironment } from '../support/environment';
 import { eventually, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
@@ -78,6 +79,20 @@ async function main(): Promise<void> {
     const flaky = await startStack({ provider: new ScriptedProvider([new ProviderError('upstream timeout', 'timeout', true)]) });
     await record(flaky, 'photo-retried', 'photo', photo);
     await flaky.stop();
+
+    // v2 jobs: one that succeeds at once, one whose first attempt fails and is retried after a durable backoff.
+    for (const [name, failures] of [['succeeded', []], ['retried-then-succeeded', [new ProviderError('upstream 503', 'unavailable', true)]]] as const) {
+      const jobs = await startStack({ provider: new ScriptedProvider([...failures]), jobRetryBackoffMs: 200 });
+      const { accountId } = await newAccount(jobs.db, 50);
+      const actionId = await placeAction(jobs.db, accountId, { params: photo, hold: 5 });
+      const jobId = randomUUID();
+      await jobs.db.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, 'generation.execute', 'queued', 'queued')`, [jobId, accountId, actionId]);
+      await startJobWorkflow(jobs.temporal, { taskQueue: jobs.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, { jobId, type: 'generation.execute', actionId, accountId });
+      const handle = jobs.temporal.workflow.getHandle(jobWorkflowId(jobId));
+      await handle.result();
+      await save(handle, `job-workflow.${name}`);
+      await jobs.stop();
+    }
 
     const slow = await startStack({ provider: new LocalRenderer({ delayMs: 30_000 }) });
     await record(slow, 'photo-cancelled', 'photo', photo, async (actionId) => {
