@@ -11,7 +11,7 @@ import { closeAction } from '../../src/domain/action-states';
 import { settleHold } from '../../src/domain/billing';
 import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/domain/jobs';
 import { readPriceList } from '../../src/domain/pricing';
-import { jobWorkflowId } from '../../src/temporal/contract';
+import { jobWorkflowId, PROVIDER_HEARTBEAT_TIMEOUT_SECONDS } from '../../src/temporal/contract';
 import { send, submitAction } from '../actions/submit';
 import { notFound } from '../errors';
 import type { Route } from '../route';
@@ -74,7 +74,7 @@ const notReadySchema = {
 interface JobRow {
   id: string; account_id: number; action_id: number; type: JobType; status: JobStatus; phase: string; retryable: boolean;
   error_code: string | null; error_message: string | null; next_attempt_at: Date | null; created_at: Date; started_at: Date | null;
-  completed_at: Date | null; asset_path: string | null; card_id: number; project_id: number; product: 'photo' | 'edit';
+  completed_at: Date | null; updated_at: Date; asset_path: string | null; card_id: number; project_id: number; product: 'photo' | 'edit';
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -96,6 +96,24 @@ export function jobRoutes(services: ApiServices): Route[] {
       `SELECT j.*, a.asset_path, a.card_id, a.project_id, a.product FROM jobs j JOIN actions a ON a.id = j.action_id WHERE j.id = $1`, [jobId]);
     if (!row || row.account_id !== (ctx.state.caller as Caller).accountId) throw notFound('Job');
     return row;
+  }
+
+  /**
+   * Whether a running job has lost its worker: its render started but stopped heartbeating, or nothing has moved
+   * it for longer than the heartbeat timeout (the render timed out and no worker took the workflow up again).
+   */
+  async function workerStopped(job: JobRow): Promise<boolean> {
+    const stale = (seconds: number) => Date.now() / 1000 - seconds > PROVIDER_HEARTBEAT_TIMEOUT_SECONDS;
+    try {
+      const { raw } = await temporal.workflow.getHandle(jobWorkflowId(job.id)).describe();
+      const render = (raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'generateAsset');
+      if (render && Number(render.state) === 2 /* STARTED */) {
+        return stale(Number((render.lastHeartbeatTime ?? render.lastStartedTime)?.seconds ?? 0));
+      }
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    return stale(new Date(job.updated_at).getTime() / 1000);
   }
 
   function jobView(job: JobRow) {
@@ -200,11 +218,15 @@ export function jobRoutes(services: ApiServices): Route[] {
         if (TERMINAL_JOB_STATUSES.includes(job.status)) {
           return answer(job.status, job.status === 'cancelled', job.status === 'cancelled' ? 'The job was already cancelled' : `The job already ended as ${job.status}`);
         }
-        // Not running (waiting for a worker, between attempts): cancel here, release the hold, then stop the workflow.
+        // Not started, between attempts, or its worker has stopped: cancel here, release the hold, then stop the
+        // workflow (whose next step finds the job cancelled). A render that a live worker is running is only asked.
+        const stopped = job.status === 'running' && (await workerStopped(job));
         const stoppedNow = await db.transaction(async (m) => {
           const moved = await sqlRow(m,
             `UPDATE jobs SET status = 'cancelled', phase = 'failed', completed_at = now(), updated_at = now()
-              WHERE id = $1 AND status IN ('queued', 'claimed', 'retry_scheduled') RETURNING id`, [job.id]);
+              WHERE id = $1 AND (status IN ('queued', 'claimed', 'retry_scheduled')
+                                 OR ($2 AND status = 'running' AND phase IN ('provider_reserved', 'provider_running')))
+              RETURNING id`, [job.id, stopped]);
           if (!moved) return false;
           await closeAction(m, job.action_id, 'cancelled', null);
           await settleHold(m, job.action_id, 'released');

@@ -25,12 +25,15 @@ export const jobWorkflowId = (jobId: string): string => `job-${jobId}`;
 /** A delivery's workflow id is its UUID, the `X-Service-Job-Id` receivers see. */
 export const deliveryWorkflowId = (deliveryId: string): string => `delivery-${deliveryId}`;
 
+/** A provider activity that has not heartbeated for this long has lost its worker. */
+export const PROVIDER_HEARTBEAT_TIMEOUT_SECONDS = 10;
+
 /** Activity option presets, named by the kind of work. */
 export const TIMEOUTS = {
   /** Short database transactions: read-model moves, holds, charges. */
   bookkeeping: { startToCloseTimeout: '30 seconds' },
   /** A provider call: long, heartbeating so that a dead worker is noticed in seconds, not minutes. */
-  provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: '10 seconds' },
+  provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: `${PROVIDER_HEARTBEAT_TIMEOUT_SECONDS} seconds` },
   /** One webhook POST: the receiver has 10 s; the rest is margin for connecting. */
   delivery: { startToCloseTimeout: '15 seconds' },
 } as const;

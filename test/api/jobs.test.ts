@@ -190,6 +190,40 @@ describe('v2 jobs over HTTP', function () {
     });
   });
 
+  describe('cancel after the worker stopped mid-render', () => {
+    let stack: Stack;
+    before(async () => {
+      stack = await startStack({ withWorker: false });
+    });
+    after(() => stack.stop());
+
+    it('ends cancelled at once (cancelled: true) and releases the hold', async () => {
+      const { startServiceProcess } = await import('../support/service-process');
+      const { testEnvironment } = await import('../support/environment');
+      const os = await import('node:os');
+      const path = await import('node:path');
+      const worker = await startServiceProcess('worker', {
+        DATABASE_URL: testEnvironment().databaseUrl, TEMPORAL_ADDRESS: testEnvironment().temporalAddress,
+        TEMPORAL_TASK_QUEUE: stack.taskQueue, ASSETS_DIR: path.join(os.tmpdir(), 'imagery-test-assets'),
+        DATA_DIR: path.join(os.tmpdir(), `imagery-worker-${process.pid}`), LOCAL_RENDERER_DELAY_MS: '60000',
+      });
+      const { accountId, apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const job = (await call('POST', `${V2}/jobs/generate`, photo())).body;
+      await eventually(async () => (await call('GET', job.status_url)).body.phase, (phase) => phase === 'provider_running');
+      await worker.kill('SIGKILL');
+      // The render's heartbeat stops; once it is past the heartbeat timeout the job has no live worker.
+      const handle = stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id));
+      await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [],
+        (pending) => !pending.some((a) => Number(a.state) === 2 && Date.now() / 1000 - Number(a.lastHeartbeatTime?.seconds ?? a.lastStartedTime?.seconds ?? 0) < 10), 30_000);
+      const cancel = await call('POST', job.cancel_url);
+      assert.deepEqual([cancel.body.status, cancel.body.cancelled], ['cancelled', true]);
+      assert.equal((await call('GET', job.status_url)).body.status, 'cancelled');
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 20, available: 20, holds: 0 });
+      await assertMoneyConsistent(stack.db, accountId);
+    });
+  });
+
   describe('provider failures', () => {
     it('fails twice, then succeeds: retry_scheduled between attempts, charged once', async () => {
       const provider = new ScriptedProvider([new ProviderError('upstream 503', 'unavailable', true), new ProviderError('upstream timeout', 'timeout', true)]);
