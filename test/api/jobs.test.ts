@@ -216,6 +216,8 @@ describe('v2 jobs over HTTP', function () {
       const handle = stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id));
       await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [],
         (pending) => !pending.some((a) => Number(a.state) === 2 && Date.now() / 1000 - Number(a.lastHeartbeatTime?.seconds ?? a.lastStartedTime?.seconds ?? 0) < 10), 30_000);
+      await eventually(async () => (await stack.db.query('SELECT extract(epoch FROM now() - updated_at) AS age FROM jobs WHERE id = $1', [job.job_id]))[0].age,
+        (age) => Number(age) > 10.5, 30_000);
       const cancel = await call('POST', job.cancel_url);
       assert.deepEqual([cancel.body.status, cancel.body.cancelled], ['cancelled', true]);
       assert.equal((await call('GET', job.status_url)).body.status, 'cancelled');

@@ -7,7 +7,7 @@ import path from 'node:path';
 
 export interface TestHttpsServer {
   url: string;
-  requests: { method: string; path: string; headers: IncomingMessage['headers']; body: Buffer }[];
+  requests: { method: string; path: string; headers: IncomingMessage['headers']; body: Buffer; at: number }[];
   close(): Promise<void>;
 }
 
@@ -25,7 +25,7 @@ export async function startHttpsServer(
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      requests.push({ method: req.method!, path: req.url!, headers: req.headers, body });
+      requests.push({ method: req.method!, path: req.url!, headers: req.headers, body, at: Date.now() });
       void Promise.resolve(handler(req, res, body)).catch(() => res.destroy());
     });
   });

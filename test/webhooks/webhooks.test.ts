@@ -29,7 +29,7 @@ describe('webhooks', function () {
     receiver = await startHttpsServer((req, res) => {
       const script = scripts.get(req.url!) ?? [200];
       const status = script.length > 1 ? script.shift()! : script[0];
-      res.writeHead(status, { 'Content-Type': 'text/plain' }).end('ok');
+      res.writeHead(status, { 'Content-Type': 'text/plain', ...(status === 503 && req.url!.startsWith('/later') ? { 'Retry-After': '2' } : {}) }).end('ok');
     });
   });
   after(async () => {
@@ -173,6 +173,18 @@ describe('webhooks', function () {
       assert.equal(second.requests.length, 5);
       const [delivery] = (await call('GET', `${V1}/webhooks/${downHook.id}/deliveries`)).body.deliveries;
       assert.deepEqual([delivery.status, delivery.attempts, delivery.last_status_code, delivery.last_error], ['failed', 5, 503, 'HTTP 503']);
+    });
+
+    it('honours Retry-After on 503', async () => {
+      const { call } = await account();
+      const path = uniquePath('later');
+      scripts.set(path, [503, 200]);
+      await register(call, path);
+      await generate(call);
+      const { requests } = await deliveryAt(path);
+      assert.equal(requests.length, 2);
+      const times = requests.map((r) => r.at);
+      assert.ok(times[1] - times[0] >= 1900, `waited ${times[1] - times[0]} ms for Retry-After: 2 (the backoff alone is 100 ms)`);
     });
 
     it('ad-hoc webhook_url: unsigned, at most 3 attempts', async () => {
