@@ -12,7 +12,7 @@ export type CompleteOutcome = 'completed' | 'cancelled';
 
 export function createActionLifecycleActivities({ db }: ActivityDeps) {
   return {
-    /** pending -> processing. Answers `cancelled` when the action was cancelled before work began. */
+    /** pending -> processing. Answers `cancelled` (stop) when the action was cancelled or is already closed. */
     async startProcessing(actionId: number): Promise<StartOutcome> {
       return db.transaction(async (m) => {
         const moved = await sqlRow(m,
@@ -24,7 +24,9 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
         }
         const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
         if (!current) throw new Error(`action ${actionId} not found`);
-        return current.status === 'cancelled' ? 'cancelled' : 'started';
+        // A retried start finds it processing: go on. Cancelled, or already closed (a duplicate or late
+        // workflow): stop, so nothing is rendered twice or for free.
+        return current.status === 'processing' ? 'started' : 'cancelled';
       });
     },
 
@@ -32,7 +34,11 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
     async completeAction(actionId: number, assetPath: string): Promise<CompleteOutcome> {
       return db.transaction(async (m) => {
         const settled = await settleHold(m, actionId, 'charged');
-        if (settled === 'released') return 'cancelled';
+        if (settled === 'released') {
+          // Released meanwhile (cancelled, or failed by the API when the start looked lost): close it as such.
+          await closeAction(m, actionId, 'cancelled', null);
+          return 'cancelled';
+        }
         const done = await sqlRow(m,
           `UPDATE actions SET status = 'completed', asset_path = $2, completed_at = now(), updated_at = now()
             WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id`, [actionId, assetPath]);

@@ -8,7 +8,8 @@ import Router from '@koa/router';
 import { serveAssets } from './assets';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
-import { jsonBody } from './middleware/json-body';
+import { findNul, jsonBody } from './middleware/json-body';
+import { ValidationFailed } from './errors';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { buildOpenApiDocument } from './openapi';
@@ -52,6 +53,8 @@ function handler(route: Route): Middleware {
   const validateBody = route.body ? compileValidator('body', route.body) : undefined;
   return async (ctx) => {
     const params = validateParams ? validateParams({ ...(ctx as unknown as { params: object }).params }) : {};
+    const nul = findNul(ctx.query, ['query']) ?? findNul((ctx as unknown as { params: object }).params, ['path']);
+    if (nul) throw new ValidationFailed([{ loc: nul, msg: 'must not contain the NUL character', type: 'pattern' }]);
     const query = validateQuery ? validateQuery({ ...ctx.query }) : {};
     const sent = (ctx.request as { body?: unknown }).body;
     // A body whose every field is optional may be left out entirely.
@@ -62,7 +65,11 @@ function handler(route: Route): Middleware {
 
 /** Runs `middleware` for every path under `prefix`, matched route or not (so unknown paths need a key too). */
 function underPrefix(prefix: string, middleware: Middleware): Middleware {
-  return (ctx, next) => (ctx.path === prefix || ctx.path.startsWith(`${prefix}/`) ? middleware(ctx, next) : next());
+  const lower = prefix.toLowerCase();
+  return (ctx, next) => {
+    const path = ctx.path.toLowerCase(); // never trust the router's case rules to keep a path out of the guard
+    return path === lower || path.startsWith(`${lower}/`) ? middleware(ctx, next) : next();
+  };
 }
 
 export function createApp(services: ApiServices): Koa {
@@ -70,20 +77,24 @@ export function createApp(services: ApiServices): Koa {
   const groups = routeGroups(services);
   const openapi = buildOpenApiDocument(groups, services.config.publicBaseUrl);
   const guard = compose([authenticate(services), rateLimit(services)]);
+  const readBody = jsonBody(BODY_LIMIT_BYTES);
 
   app.use(requestId());
   app.use(errorHandler());
   app.use(serveAssets(services));
   for (const group of groups.filter((g) => g.authenticated)) app.use(underPrefix(group.prefix, guard));
-  app.use(jsonBody(BODY_LIMIT_BYTES));
 
-  const root = new Router();
+  const root = new Router({ sensitive: true });
   root.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
   });
   for (const group of groups) {
-    const router = new Router(group.prefix ? { prefix: group.prefix } : {});
-    for (const route of group.routes) router[route.method](toKoaPath(route.path), handler(route));
+    const router = new Router({ sensitive: true, ...(group.prefix ? { prefix: group.prefix } : {}) });
+    // Bodies are read only for a matched route that takes one, and only after the key and rate limit passed.
+    for (const route of group.routes) {
+      if (route.body) router[route.method](toKoaPath(route.path), readBody, handler(route));
+      else router[route.method](toKoaPath(route.path), handler(route));
+    }
     root.use(router.routes(), router.allowedMethods({ throw: true }));
   }
   app.use(root.routes());

@@ -57,7 +57,9 @@ async function main(mode: Mode): Promise<void> {
     const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, provider, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } });
     worker = created.worker;
     workerRun = worker.run();
-    void recoverPendingActions(db, temporal, config.taskQueue).catch((err) => log.warn('pending-action recovery failed', { error: String(err) }));
+    const recover = () => void recoverPendingActions(db, temporal, config).catch((err) => log.warn('pending-action recovery failed', { error: String(err) }));
+    recover();
+    setInterval(recover, 60_000).unref(); // also covers API processes that die while this worker keeps running
     log.info('worker running', { taskQueue: config.taskQueue, temporal: address });
   }
 

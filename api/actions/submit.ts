@@ -89,6 +89,11 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
     await db.transaction(async (m) => {
       await settleHold(m, placed.actionId, 'released');
       await closeAction(m, placed.actionId, 'failed', 'Generation was unavailable', ['pending']);
+      // The stored 200 must not answer a repeat: the request did not go through after all.
+      if (spec.idempotency) {
+        await m.query('DELETE FROM idempotency_keys WHERE account_id = $1 AND scope = $2 AND key = $3',
+          [spec.idempotency.accountId, spec.idempotency.scope, spec.idempotency.key]);
+      }
       if (spec.job) {
         await m.query(`UPDATE jobs SET status = 'failed', phase = 'failed', retryable = true, error_code = 'generation_unavailable',
                               error_message = 'Generation was unavailable', completed_at = now(), updated_at = now() WHERE id = $1`, [spec.job.id]);

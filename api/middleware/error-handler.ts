@@ -26,7 +26,7 @@ export function errorHandler(): Middleware {
         return;
       }
       const status = (err as { status?: number; expose?: boolean }).status;
-      if (status && status >= 400 && status < 500 && (err as { expose?: boolean }).expose) {
+      if (status && ((status >= 400 && status < 500 && (err as { expose?: boolean }).expose) || status === 501)) {
         // Errors raised by Koa or the router themselves (405 from allowedMethods, ...).
         ctx.status = status;
         ctx.body = { detail: { error: HTTP_CODES[status] ?? 'invalid_request', message: (err as Error).message } };

@@ -1,5 +1,22 @@
 import type { Middleware } from 'koa';
-import { AppError, badRequest } from '../errors';
+import { AppError, badRequest, ValidationFailed } from '../errors';
+
+/** Where a string holding U+0000 sits (Postgres text cannot store it), if anywhere. */
+export function findNul(value: unknown, loc: (string | number)[]): (string | number)[] | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? loc : undefined;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = findNul(item, [...loc, i]);
+      if (found) return found;
+    }
+  } else if (value && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const found = findNul(key, [...loc, key]) ?? findNul(item, [...loc, key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
 
 /**
  * Reads a JSON body into `ctx.request.body`. The cap fits the largest legal request (5 images of 15 MB each,
@@ -25,11 +42,15 @@ export function jsonBody(limitBytes: number): Middleware {
     if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
       throw badRequest('Content-Type must be application/json');
     }
+    let body: unknown;
     try {
-      (ctx.request as { body?: unknown }).body = JSON.parse(text);
+      body = JSON.parse(text);
     } catch {
       throw badRequest('The request body is not valid JSON');
     }
+    const nul = findNul(body, ['body']);
+    if (nul) throw new ValidationFailed([{ loc: nul, msg: 'must not contain the NUL character', type: 'pattern' }]);
+    (ctx.request as { body?: unknown }).body = body;
     await next();
   };
 }

@@ -15,7 +15,7 @@ import { actionIdPath } from '../schemas/generate';
 import { ref } from '../schemas/shared';
 import type { ApiServices, Caller } from '../services';
 
-const DATE = { type: 'string', maxLength: 10, format: 'date', description: 'YYYY-MM-DD (UTC)' };
+const DATE = { type: 'string', maxLength: 10, format: 'date', pattern: '^[12][0-9]{3}-', description: 'YYYY-MM-DD (UTC), years 1000-2999' };
 
 export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
   /** The signed URL of a completed action's result, fresh on every call. */

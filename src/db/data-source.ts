@@ -13,7 +13,7 @@ export function createDataSource(databaseUrl: string, poolSize = 20): DataSource
     migrations,
     migrationsRun: false,
     synchronize: false,
-    logging: ['error'],
+    logging: false, // failures surface as errors through our logger, never as raw SQL with parameters
     extra: { max: poolSize },
   });
 }

@@ -35,6 +35,23 @@ describe('API frame over HTTP', () => {
       assert.deepEqual([revoked.status, revoked.body.detail.error], [401, 'invalid_api_key']);
     });
 
+    it('cannot be bypassed by changing the case of the path', async () => {
+      for (const path of ['/API/V1/PUBLIC/categories', '/Api/v1/public/balance', '/API/V2/jobs/00000000-0000-4000-8000-000000000000']) {
+        const res = await apiClient(stack.baseUrl)('GET', path);
+        assert.deepEqual([res.status, res.body.detail.error], [401, 'missing_authorization'], path);
+      }
+      const { apiKey } = await newAccount(stack.db);
+      const withKey = await apiClient(stack.baseUrl, apiKey)('GET', '/API/V1/PUBLIC/balance');
+      assert.deepEqual([withKey.status, withKey.body.detail.error], [404, 'not_found'], 'routes are case-sensitive');
+    });
+
+    it('reads no body for unknown paths or before the key is checked', async () => {
+      const unknown = await apiClient(stack.baseUrl)('POST', '/anything', '{"not": json', { 'Content-Type': 'application/json' });
+      assert.deepEqual([unknown.status, unknown.body.detail.error], [404, 'not_found']);
+      const noKey = await apiClient(stack.baseUrl)('POST', `${V1}/generate/photo`, '{"not": json', { 'Content-Type': 'application/json' });
+      assert.deepEqual([noKey.status, noKey.body.detail.error], [401, 'missing_authorization']);
+    });
+
     it('protects v2 with the same keys and error format', async () => {
       const res = await apiClient(stack.baseUrl)('GET', '/api/v2/jobs/00000000-0000-0000-0000-000000000000');
       assert.equal(res.status, 401);
@@ -75,6 +92,19 @@ describe('API frame over HTTP', () => {
       const wrongMethod = await call('DELETE', `${V1}/balance`);
       assert.equal(wrongMethod.status, 405);
       assert.equal(wrongMethod.body.detail.error, 'method_not_allowed');
+    });
+
+    it('answers 422, never 500, for NUL characters and out-of-range dates', async () => {
+      const nulBody = await call('POST', `${V1}/projects`, { name: 'a\u0000b' });
+      assert.deepEqual([nulBody.status, nulBody.body.detail[0].loc], [422, ['body', 'name']]);
+      assert.equal((await call('GET', `${V1}/results?client_group_id=%00`)).status, 422);
+      assert.equal((await call('GET', `${V1}/results?created_after=0000-01-01`)).status, 422);
+    });
+
+    it('answers an unknown HTTP method in the error shape', async () => {
+      const res = await call('PURGE', `${V1}/balance`);
+      assert.ok([405, 501].includes(res.status), String(res.status));
+      assert.ok(res.body.detail.error);
     });
 
     it('keeps a safe caller request id and replaces an unsafe one', async () => {

@@ -282,6 +282,11 @@ describe('when Temporal cannot be reached', function () {
       assert.deepEqual([action.status, action.error_message], ['failed', 'Generation was unavailable']);
       assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 20, available: 20, holds: 0 });
       await assertMoneyConsistent(stack.db, accountId);
+
+      const keyed = { images: [{ data: await jpegBase64() }] };
+      const first = await call('POST', `${V1}/generate/photo`, keyed, { 'Idempotency-Key': 'after-503' });
+      const repeat = await call('POST', `${V1}/generate/photo`, keyed, { 'Idempotency-Key': 'after-503' });
+      assert.deepEqual([first.status, repeat.status], [503, 503], 'a refused request does not leave a stored 200 behind');
     } finally {
       server.close();
     }

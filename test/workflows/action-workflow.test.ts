@@ -75,7 +75,7 @@ describe('actionWorkflow (dev server)', function () {
       const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
       await stack.db.query(`UPDATE actions SET created_at = now() - interval '5 minutes' WHERE id = $1`, [actionId]);
       const fresh = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
-      assert.ok((await recoverPendingActions(stack.db, stack.temporal, stack.taskQueue, 60)) >= 1);
+      assert.ok((await recoverPendingActions(stack.db, stack.temporal, { taskQueue: stack.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 100 }, 60)) >= 1);
       await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
       await assert.rejects(stack.temporal.workflow.getHandle(actionWorkflowId(fresh)).describe(), WorkflowNotFoundError, 'a fresh pending action is left to its own request');
       const [row] = await stack.db.query('SELECT status FROM actions WHERE id = $1', [actionId]);
