@@ -1,7 +1,8 @@
 /** How read-model rows look on the wire (snake_case, ISO timestamps). */
 import type { Action, Card, Project } from '../src/db/entities';
 
-const iso = (date: Date | null | undefined) => (date ? date.toISOString() : null);
+/** ISO 8601 or null; accepts what node-postgres gives for raw queries too. */
+export const iso = (date: Date | string | null | undefined) => (date ? new Date(date).toISOString() : null);
 
 export function projectView(p: Project) {
   return {

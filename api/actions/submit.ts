@@ -13,7 +13,7 @@ import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-
 import type { JobType } from '../../src/domain/jobs';
 import { generationUnavailable, insufficientTokens } from '../errors';
 import { ProjectHints, resolveProject } from '../grouping';
-import { claimKey, IdempotencyClaim, IdempotentReplay, recordResponse, StoredResponse } from '../idempotency';
+import { claimKey, findReplay, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse } from '../idempotency';
 import type { ApiServices, Caller } from '../services';
 import { checkAdHocWebhookUrl } from '../routes/webhooks';
 
@@ -120,4 +120,22 @@ export function send(ctx: Context, response: StoredResponse, replayed?: boolean)
   ctx.status = response.status;
   ctx.body = response.body;
   if (replayed) ctx.set('Idempotent-Replayed', 'true');
+}
+
+/**
+ * Answers a repeat of an earlier request with the same Idempotency-Key before any work is done. Returns the
+ * claim to submit with, and whether the response was already sent.
+ */
+export async function answerRepeat(
+  { db }: Pick<ApiServices, 'db'>, ctx: Context, scope: string, body: unknown,
+): Promise<{ claim?: IdempotencyClaim; done: boolean }> {
+  const claim = readIdempotencyKey(ctx, (ctx.state.caller as Caller).accountId, scope, body);
+  const earlier = claim && (await findReplay(db, claim));
+  if (earlier) send(ctx, earlier, true);
+  return { claim, done: Boolean(earlier) };
+}
+
+/** A new version of the card of `source`, one level deeper. */
+export function newVersionOf(source: { id: number; projectId: number; cardId: number; depth: number }): Placement {
+  return { kind: 'new-version', projectId: source.projectId, cardId: source.cardId, parentActionId: source.id, depth: source.depth + 1 };
 }

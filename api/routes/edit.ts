@@ -5,9 +5,9 @@
 import { Action } from '../../src/db/entities';
 import type { EditParams } from '../../src/domain/action-params';
 import { readPriceList } from '../../src/domain/pricing';
-import { send, submitAction, V1_PREFIX } from '../actions/submit';
+import { answerRepeat, newVersionOf, send, submitAction, V1_PREFIX } from '../actions/submit';
 import { AppError, unsupportedParameter } from '../errors';
-import { findReplay, idempotencyHeader, readIdempotencyKey } from '../idempotency';
+import { idempotencyHeader } from '../idempotency';
 import { requireOwn } from '../ownership';
 import type { Route } from '../route';
 import { actionIdPath, editRequestSchema } from '../schemas/generate';
@@ -54,15 +54,14 @@ export function editRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { params, body }: { params: { action_id: number }; body: { instruction: string; webhook_url?: string } }) {
         const caller = ctx.state.caller as Caller;
-        const claim = readIdempotencyKey(ctx, caller.accountId, 'v1:edit', { ...body, action_id: params.action_id });
-        const earlier = claim && (await findReplay(db, claim));
-        if (earlier) return send(ctx, earlier, true);
+        const { claim, done } = await answerRepeat(services, ctx, 'v1:edit', { ...body, action_id: params.action_id });
+        if (done) return;
         const source = await editableSource(services, caller, params.action_id);
         const editParams: EditParams = { source: source.assetPath!, instruction: body.instruction };
         const response = await submitAction(services, {
           caller, type: 'edit', product: 'edit', price: (await readPriceList(db.manager)).improvement, params: editParams,
           idempotency: claim, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
-          placement: { kind: 'new-version', projectId: source.projectId, cardId: source.cardId, parentActionId: source.id, depth: source.depth + 1 },
+          placement: newVersionOf(source),
           respond: (placed) => ({
             action_id: placed.actionId, parent_action_id: source.id, status: 'pending' as const, poll_url: `${V1_PREFIX}/status/${placed.actionId}`,
           }),

@@ -6,9 +6,9 @@ import type { Context } from 'koa';
 import type { CardParams, PhotoParams, VideoParams } from '../../src/domain/action-params';
 import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
 import { photoPrice, readPriceList } from '../../src/domain/pricing';
-import { Placement, send, submitAction, V1_PREFIX } from '../actions/submit';
+import { answerRepeat, Placement, send, submitAction, V1_PREFIX } from '../actions/submit';
 import { AppError, badRequest, unsupportedParameter } from '../errors';
-import { findReplay, idempotencyHeader, IdempotencyClaim, readIdempotencyKey } from '../idempotency';
+import { idempotencyHeader } from '../idempotency';
 import { CheckedImage, ImageInput, imageReader, storeImages } from '../images';
 import { Locale, resolveLocale } from '../locale';
 import type { Route, RouteResponse } from '../route';
@@ -75,13 +75,7 @@ export function generationKit(services: ApiServices) {
   const detectedView = (d: Detected) =>
     d.detected ? { category_id: d.categoryId, concept_id: d.conceptId, product_name: d.productName } : null;
 
-  /** The repeat of an earlier request with the same Idempotency-Key, answered before any work. */
-  async function replayed(ctx: Context, scope: string, body: unknown): Promise<{ claim?: IdempotencyClaim; done: boolean }> {
-    const claim = readIdempotencyKey(ctx, (ctx.state.caller as Caller).accountId, scope, body);
-    const earlier = claim && (await findReplay(db, claim));
-    if (earlier) send(ctx, earlier, true);
-    return { claim, done: Boolean(earlier) };
-  }
+  const replayed = (ctx: Context, scope: string, body: unknown) => answerRepeat(services, ctx, scope, body);
 
   /** A new card grouped by project_id or the key's default, its project named after the product. */
   const newCard = (body: { project_id?: number; aspect_ratio: string }, found: Detected, ownProject?: 'api_v2'): Placement => ({

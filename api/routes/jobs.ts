@@ -12,14 +12,15 @@ import { settleHold } from '../../src/domain/billing';
 import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/domain/jobs';
 import { readPriceList } from '../../src/domain/pricing';
 import { jobWorkflowId, PROVIDER_HEARTBEAT_TIMEOUT_SECONDS } from '../../src/temporal/contract';
-import { send, submitAction } from '../actions/submit';
+import { answerRepeat, newVersionOf, send, submitAction } from '../actions/submit';
 import { notFound } from '../errors';
 import type { Route } from '../route';
 import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
 import type { ApiServices, Caller } from '../services';
 import { editableSource } from './edit';
+import { iso } from '../representations';
 import { ERRORS, generationKit } from './generate';
-import { idempotencyHeader, findReplay, readIdempotencyKey } from '../idempotency';
+import { idempotencyHeader } from '../idempotency';
 
 export const V2_PREFIX = '/api/v2';
 
@@ -77,7 +78,6 @@ interface JobRow {
   completed_at: Date | null; updated_at: Date; asset_path: string | null; card_id: number; project_id: number; product: 'photo' | 'edit';
 }
 
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function jobRoutes(services: ApiServices): Route[] {
   const { db, temporal, signer, provider } = services;
@@ -173,16 +173,15 @@ export function jobRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: { action_id: number; instruction: string; webhook_url?: string } }) {
         const caller = ctx.state.caller as Caller;
-        const claim = readIdempotencyKey(ctx, caller.accountId, 'v2:edit.execute', body);
-        const earlier = claim && (await findReplay(db, claim));
-        if (earlier) return send(ctx, earlier, true);
+        const { claim, done } = await answerRepeat(services, ctx, 'v2:edit.execute', body);
+        if (done) return;
         const source = await editableSource(services, caller, body.action_id);
         const params: EditParams = { source: source.assetPath!, instruction: body.instruction };
         const jobId = randomUUID();
         const response = await submitAction(services, {
           caller, type: 'edit', product: 'edit', price: (await readPriceList(db.manager)).improvement, params, idempotency: claim,
           job: { id: jobId, type: 'edit.execute' }, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
-          placement: { kind: 'new-version', projectId: source.projectId, cardId: source.cardId, parentActionId: source.id, depth: source.depth + 1 },
+          placement: newVersionOf(source),
           respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit'),
         });
         send(ctx, { ...response, status: 202 }, response.replayed);

@@ -10,6 +10,7 @@ import { deliveryWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contra
 import { AppError, forbidden, notFound, ValidationFailed } from '../errors';
 import type { Route } from '../route';
 import type { ApiServices, Caller } from '../services';
+import { iso } from '../representations';
 
 const webhookIdPath = {
   type: 'object', required: ['webhook_id'], properties: { webhook_id: { type: 'integer', minimum: 1, maximum: 2147483647 } },
@@ -62,7 +63,6 @@ export async function checkAdHocWebhookUrl(outbound: ApiServices['outbound'], ra
   }
 }
 
-const iso = (d: Date | string | null) => (d ? new Date(d).toISOString() : null);
 
 export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiServices): Route[] {
   async function ownWebhook(ctx: Context, id: number) {
