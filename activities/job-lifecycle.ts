@@ -4,8 +4,7 @@
  * answer says whether the job is still live.
  */
 import { sqlRow } from '../src/db/sql';
-import { closeAction } from '../src/domain/action-states';
-import { settleHold } from '../src/domain/billing';
+import { releaseAndClose } from '../src/domain/action-states';
 import type { JobPhase, JobStatus } from '../src/domain/jobs';
 import type { ActivityDeps } from './deps';
 
@@ -43,15 +42,9 @@ export function createJobLifecycleActivities({ db }: ActivityDeps) {
       await db.query(`UPDATE jobs SET phase = 'completed', updated_at = now() WHERE id = $1 AND status = 'succeeded' AND phase = 'postprocessing'`, [jobId]);
     },
 
-    /** Ends a job cancelled while it ran: the job, its action and its hold, in one transaction. */
+    /** Ends a job cancelled while it ran: the job, its action and its hold, in one transaction (locks in order). */
     async cancelJob(jobId: string, actionId: number): Promise<void> {
-      await db.transaction(async (m) => {
-        await m.query(
-          `UPDATE jobs SET status = 'cancelled', phase = 'failed', completed_at = now(), updated_at = now()
-            WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')`, [jobId]);
-        await closeAction(m, actionId, 'cancelled', null);
-        await settleHold(m, actionId, 'released');
-      });
+      await db.transaction((m) => releaseAndClose(m, actionId, 'cancelled', null));
     },
   };
 }

@@ -31,7 +31,8 @@ export interface StoredResponse { status: number; body: unknown }
 
 /** Thrown inside the transaction when the key is already taken; the handler answers with the stored response. */
 export class IdempotentReplay extends Error {
-  constructor(readonly response: StoredResponse) {
+  /** `inFlight`: the first request has committed but its workflow start is not settled yet. */
+  constructor(readonly response: StoredResponse, readonly inFlight = false) {
     super('idempotent replay');
   }
 }
@@ -56,20 +57,39 @@ export function readIdempotencyKey(ctx: Context, accountId: number, scope: strin
   return { accountId, scope, key, requestHash: createHash('sha256').update(`${ctx.path}\n${canonical(body)}`).digest('hex') };
 }
 
-function replayOrConflict(claim: IdempotencyClaim, row: { request_hash: string; response_status: number; response_body: unknown }): StoredResponse {
+interface KeyRow { request_hash: string; response_status: number; response_body: unknown; start_state: string | null }
+
+/** The stored answer, unless the first request's workflow start is still in flight (then it is not an answer yet). */
+function replayOrConflict(claim: IdempotencyClaim, row: KeyRow): StoredResponse & { inFlight: boolean } {
   if (row.request_hash !== claim.requestHash) {
     throw new AppError(409, 'idempotency_conflict', 'This Idempotency-Key was used with a different request in the last 5 minutes');
   }
-  return { status: row.response_status, body: row.response_body };
+  return { status: row.response_status, body: row.response_body, inFlight: row.start_state === 'starting' };
 }
 
+const KEY_ROW = `SELECT k.request_hash, k.response_status, k.response_body, a.start_state
+                   FROM idempotency_keys k LEFT JOIN actions a ON a.id = k.action_id
+                  WHERE k.account_id = $1 AND k.scope = $2 AND k.key = $3`;
+
 /** The stored response of a fresh earlier request with this key, if any (the cheap check before any work). */
-export async function findReplay(db: DataSource, claim: IdempotencyClaim): Promise<StoredResponse | undefined> {
-  const row = await sqlRow(db.manager,
-    `SELECT request_hash, response_status, response_body FROM idempotency_keys
-      WHERE account_id = $1 AND scope = $2 AND key = $3 AND created_at > now() - make_interval(secs => $4)`,
+export async function findReplay(db: DataSource, claim: IdempotencyClaim): Promise<(StoredResponse & { inFlight: boolean }) | undefined> {
+  const row = await sqlRow<KeyRow>(db.manager, `${KEY_ROW} AND k.created_at > now() - make_interval(secs => $4)`,
     [claim.accountId, claim.scope, claim.key, IDEMPOTENCY_WINDOW_SECONDS]);
-  return row ? replayOrConflict(claim, row as never) : undefined;
+  return row ? replayOrConflict(claim, row) : undefined;
+}
+
+/**
+ * Waits (briefly) while the first request with this key is still starting its workflow: it ends confirmed (its
+ * answer stands) or abandoned (the key is forgotten). Answers once either happened, false after `timeoutMs`.
+ */
+export async function awaitStartSettled(db: DataSource, claim: IdempotencyClaim, timeoutMs = 10_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await sqlRow<KeyRow>(db.manager, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
+    if (!row || row.start_state !== 'starting') return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /**
@@ -86,14 +106,15 @@ export async function claimKey(m: EntityManager, claim: IdempotencyClaim): Promi
      RETURNING key`,
     [claim.accountId, claim.scope, claim.key, claim.requestHash, IDEMPOTENCY_WINDOW_SECONDS]);
   if (claimed) return;
-  const row = await sqlRow(m, 'SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE account_id = $1 AND scope = $2 AND key = $3',
-    [claim.accountId, claim.scope, claim.key]);
-  throw new IdempotentReplay(replayOrConflict(claim, row as never));
+  const row = await sqlRow<KeyRow>(m, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
+  const { inFlight, ...response } = replayOrConflict(claim, row!);
+  throw new IdempotentReplay(response, inFlight);
 }
 
-export async function recordResponse(m: EntityManager, claim: IdempotencyClaim, response: StoredResponse): Promise<void> {
-  await m.query('UPDATE idempotency_keys SET response_status = $4, response_body = $5 WHERE account_id = $1 AND scope = $2 AND key = $3',
-    [claim.accountId, claim.scope, claim.key, response.status, JSON.stringify(response.body)]);
+/** Stores the answer with the action it is about, in the transaction that created the action. */
+export async function recordResponse(m: EntityManager, claim: IdempotencyClaim, response: StoredResponse, actionId: number): Promise<void> {
+  await m.query('UPDATE idempotency_keys SET response_status = $4, response_body = $5, action_id = $6 WHERE account_id = $1 AND scope = $2 AND key = $3',
+    [claim.accountId, claim.scope, claim.key, response.status, JSON.stringify(response.body), actionId]);
 }
 
 /** Deletes claims past the window (called now and then by the worker's housekeeping). */

@@ -35,6 +35,8 @@ export interface Config {
   jobRetryBackoffMs: number;
   /** The ffmpeg binary of the local renderer; else one on PATH, else the one shipped in node_modules. */
   ffmpegPath: string | undefined;
+  /** How old an open action must be before the reconciler fails it for a closed or missing workflow. */
+  reconcileGraceSeconds: number;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
 }
@@ -76,6 +78,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     jobMaxAttempts: int('JOB_MAX_ATTEMPTS', 3),
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),
+    reconcileGraceSeconds: int('RECONCILE_GRACE_SECONDS', 120),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

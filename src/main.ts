@@ -17,7 +17,7 @@ import { UrlSigner } from './storage/signed-urls';
 import { loadSecret, SecretBox } from './secrets';
 import { connectClient } from './temporal/client';
 import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
-import { recoverPendingActions } from './temporal/recover-pending';
+import { reconcile } from './temporal/reconcile';
 import { createWorker } from './temporal/worker';
 
 type Mode = 'all' | 'api' | 'worker';
@@ -57,9 +57,10 @@ async function main(mode: Mode): Promise<void> {
     const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, provider, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } });
     worker = created.worker;
     workerRun = worker.run();
-    const recover = () => void recoverPendingActions(db, temporal, config).catch((err) => log.warn('pending-action recovery failed', { error: String(err) }));
-    recover();
-    setInterval(recover, 60_000).unref(); // also covers API processes that die while this worker keeps running
+    // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
+    const reconcilePass = () => void reconcile(db, temporal, { taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds });
+    reconcilePass();
+    setInterval(reconcilePass, 60_000).unref();
     log.info('worker running', { taskQueue: config.taskQueue, temporal: address });
   }
 

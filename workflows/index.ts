@@ -2,3 +2,4 @@
 export { actionWorkflow } from './action';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { jobWorkflow } from './job';
+export { announcementWorkflow } from './announcement';

@@ -6,14 +6,16 @@ import type { Context } from 'koa';
 import type { EntityManager } from 'typeorm';
 import type { ActionProduct, ActionType } from '../../src/db/entities/action';
 import { sqlRow } from '../../src/db/sql';
-import { closeAction } from '../../src/domain/action-states';
-import { holdSparks, InsufficientSparks, settleHold } from '../../src/domain/billing';
+import { abandonStart, confirmStart } from '../../src/domain/action-states';
+import { holdSparks, InsufficientSparks } from '../../src/domain/billing';
 import { log } from '../../src/log';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import type { JobType } from '../../src/domain/jobs';
 import { generationUnavailable, insufficientTokens } from '../errors';
 import { ProjectHints, resolveProject } from '../grouping';
-import { claimKey, findReplay, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse } from '../idempotency';
+import {
+  awaitStartSettled, claimKey, findReplay, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse,
+} from '../idempotency';
 import type { ApiServices, Caller } from '../services';
 import { checkAdHocWebhookUrl } from '../routes/webhooks';
 
@@ -57,8 +59,8 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
     if (spec.idempotency) await claimKey(m, spec.idempotency);
     const where = await place(m, spec.caller, spec.placement);
     const action = await sqlRow(m,
-      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, depth, parent_action_id, price, params, client_group_id, webhook_url)
-       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $11) RETURNING id`,
+      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, start_state, depth, parent_action_id, price, params, client_group_id, webhook_url)
+       VALUES ($1, $2, $3, $4, $5, 'pending', 'starting', $6, $7, $8, $9, $10, $11) RETURNING id`,
       [spec.caller.accountId, where.projectId, where.cardId, spec.type, spec.product, where.depth, where.parentActionId,
         spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null]);
     try {
@@ -73,10 +75,12 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
     }
     const placed: PlacedAction = { actionId: action!.id, projectId: where.projectId, cardId: where.cardId };
     const response: StoredResponse = { status: 200, body: spec.respond(placed) };
-    if (spec.idempotency) await recordResponse(m, spec.idempotency, response);
+    if (spec.idempotency) await recordResponse(m, spec.idempotency, response, placed.actionId);
     return { placed, response };
   });
 
+  // Committed as `starting`: the action is accepted only once its workflow has started and that is confirmed.
+  // Until then a repeat of its Idempotency-Key waits, and the reconciler abandons a start that never happened.
   try {
     if (spec.job) {
       await startJobWorkflow(temporal, config, { jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId: spec.caller.accountId });
@@ -84,36 +88,36 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
       await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
     }
   } catch (err) {
-    // Temporal is unreachable: undo the hold and close the action, so nothing stays pending or reserved.
     log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });
-    await db.transaction(async (m) => {
-      await settleHold(m, placed.actionId, 'released');
-      await closeAction(m, placed.actionId, 'failed', 'Generation was unavailable', ['pending']);
-      // The stored 200 must not answer a repeat: the request did not go through after all.
-      if (spec.idempotency) {
-        await m.query('DELETE FROM idempotency_keys WHERE account_id = $1 AND scope = $2 AND key = $3',
-          [spec.idempotency.accountId, spec.idempotency.scope, spec.idempotency.key]);
-      }
-      if (spec.job) {
-        await m.query(`UPDATE jobs SET status = 'failed', phase = 'failed', retryable = true, error_code = 'generation_unavailable',
-                              error_message = 'Generation was unavailable', completed_at = now(), updated_at = now() WHERE id = $1`, [spec.job.id]);
-      }
-    });
+    // Temporal is unreachable: release and fail it now. If even that fails, it stays `starting` and the
+    // reconciler abandons it: either way it never runs and nothing is charged, as the 503 says.
+    await db.transaction((m) => abandonStart(m, placed.actionId))
+      .catch((compensation) => log.error('could not release the hold of an unstarted action; the reconciler will', {
+        actionId: placed.actionId, error: String(compensation),
+      }));
     throw generationUnavailable();
   }
+  if (!(await confirmStart(db.manager, placed.actionId))) throw generationUnavailable(); // abandoned meanwhile
   return response;
 }
 
 /** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
 export async function submitAction<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
   if (spec.webhookUrl) await checkAdHocWebhookUrl(services.outbound, spec.webhookUrl);
-  try {
-    return await placeAndStart(services, spec);
-  } catch (err) {
-    if (err instanceof IdempotentReplay) return { ...err.response, replayed: true };
-    throw err;
+  for (let round = 0; ; round++) {
+    try {
+      return await placeAndStart(services, spec);
+    } catch (err) {
+      if (!(err instanceof IdempotentReplay)) throw err;
+      if (!err.inFlight) return { ...err.response, replayed: true };
+      // The first request with this key committed but has not started its workflow yet: wait for it to settle,
+      // then answer as it ended (its stored answer, or a fresh try when it was abandoned).
+      if (round >= 2 || !(await awaitStartSettled(services.db, spec.idempotency!))) throw keyInFlight();
+    }
   }
 }
+
+const keyInFlight = () => generationUnavailable('The first request with this Idempotency-Key is still being started; try again shortly');
 
 /** Writes a stored (or fresh) response; a replay is marked so clients can tell. */
 export function send(ctx: Context, response: StoredResponse, replayed?: boolean): void {
@@ -130,7 +134,11 @@ export async function answerRepeat(
   { db }: Pick<ApiServices, 'db'>, ctx: Context, scope: string, body: unknown,
 ): Promise<{ claim?: IdempotencyClaim; done: boolean }> {
   const claim = readIdempotencyKey(ctx, (ctx.state.caller as Caller).accountId, scope, body);
-  const earlier = claim && (await findReplay(db, claim));
+  let earlier = claim && (await findReplay(db, claim));
+  if (earlier?.inFlight) {
+    if (!(await awaitStartSettled(db, claim!))) throw keyInFlight();
+    earlier = await findReplay(db, claim!);
+  }
   if (earlier) send(ctx, earlier, true);
   return { claim, done: Boolean(earlier) };
 }

@@ -3,15 +3,12 @@
  * An unknown, malformed or foreign job id is the same 404 `not_found`.
  */
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Context } from 'koa';
 import { sqlRow } from '../../src/db/sql';
 import type { EditParams } from '../../src/domain/action-params';
-import { closeAction } from '../../src/domain/action-states';
-import { settleHold } from '../../src/domain/billing';
 import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/domain/jobs';
 import { readPriceList } from '../../src/domain/pricing';
-import { jobWorkflowId, PROVIDER_HEARTBEAT_TIMEOUT_SECONDS } from '../../src/temporal/contract';
+import { cancelJob } from '../actions/cancel';
 import { answerRepeat, newVersionOf, send, submitAction } from '../actions/submit';
 import { notFound } from '../errors';
 import type { Route } from '../route';
@@ -80,7 +77,7 @@ interface JobRow {
 
 
 export function jobRoutes(services: ApiServices): Route[] {
-  const { db, temporal, signer, provider } = services;
+  const { db, signer, provider } = services;
   const kit = generationKit(services);
 
   const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit') => ({
@@ -96,24 +93,6 @@ export function jobRoutes(services: ApiServices): Route[] {
       `SELECT j.*, a.asset_path, a.card_id, a.project_id, a.product FROM jobs j JOIN actions a ON a.id = j.action_id WHERE j.id = $1`, [jobId]);
     if (!row || row.account_id !== (ctx.state.caller as Caller).accountId) throw notFound('Job');
     return row;
-  }
-
-  /**
-   * Whether a running job has lost its worker: its render started but stopped heartbeating, or nothing has moved
-   * it for longer than the heartbeat timeout (the render timed out and no worker took the workflow up again).
-   */
-  async function workerStopped(job: JobRow): Promise<boolean> {
-    const stale = (seconds: number) => Date.now() / 1000 - seconds > PROVIDER_HEARTBEAT_TIMEOUT_SECONDS;
-    try {
-      const { raw } = await temporal.workflow.getHandle(jobWorkflowId(job.id)).describe();
-      const render = (raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'generateAsset');
-      if (render && Number(render.state) === 2 /* STARTED */) {
-        return stale(Number((render.lastHeartbeatTime ?? render.lastStartedTime)?.seconds ?? 0));
-      }
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-    }
-    return stale(new Date(job.updated_at).getTime() / 1000);
   }
 
   function jobView(job: JobRow) {
@@ -211,33 +190,7 @@ export function jobRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { params }) {
         const job = await ownJob(ctx, params.job_id);
-        const answer = (status: JobStatus, cancelled: boolean, message: string) => {
-          ctx.body = { job_id: job.id, status, cancelled, message };
-        };
-        if (TERMINAL_JOB_STATUSES.includes(job.status)) {
-          return answer(job.status, job.status === 'cancelled', job.status === 'cancelled' ? 'The job was already cancelled' : `The job already ended as ${job.status}`);
-        }
-        // Not started, between attempts, or its worker has stopped: cancel here, release the hold, then stop the
-        // workflow (whose next step finds the job cancelled). A render that a live worker is running is only asked.
-        const stopped = job.status === 'running' && (await workerStopped(job));
-        const stoppedNow = await db.transaction(async (m) => {
-          const moved = await sqlRow(m,
-            `UPDATE jobs SET status = 'cancelled', phase = 'failed', completed_at = now(), updated_at = now()
-              WHERE id = $1 AND (status IN ('queued', 'claimed', 'retry_scheduled')
-                                 OR ($2 AND status = 'running' AND phase IN ('provider_reserved', 'provider_running')))
-              RETURNING id`, [job.id, stopped]);
-          if (!moved) return false;
-          await closeAction(m, job.action_id, 'cancelled', null);
-          await settleHold(m, job.action_id, 'released');
-          return true;
-        });
-        try {
-          await temporal.workflow.getHandle(jobWorkflowId(job.id)).cancel();
-        } catch (err) {
-          if (!(err instanceof WorkflowNotFoundError)) throw err;
-        }
-        if (stoppedNow) return answer('cancelled', true, 'Cancelled; held sparks were released');
-        return answer('running', false, 'Cancel requested');
+        ctx.body = { job_id: job.id, ...(await cancelJob(services, job)) };
       },
     },
     {

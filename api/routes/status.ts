@@ -2,12 +2,8 @@
  * Status and results: a single action's status with a fresh signed URL, cancel, the results list, and the
  * download redirect.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { Action } from '../../src/db/entities';
-import { closeAction } from '../../src/domain/action-states';
-import { settleHold } from '../../src/domain/billing';
-import { log } from '../../src/log';
-import { actionWorkflowId } from '../../src/temporal/contract';
+import { cancelAction } from '../actions/cancel';
 import { AppError } from '../errors';
 import { requireOwn } from '../ownership';
 import type { Route } from '../route';
@@ -62,32 +58,8 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
         },
       },
       async handle(ctx, { params }) {
-        const caller = ctx.state.caller as Caller;
-        const action = await requireOwn(db.manager, Action, params.action_id, caller, 'Action');
-        const answer = (status: string, cancelled: boolean, message: string) => {
-          ctx.body = { action_id: action.id, status, cancelled, message };
-        };
-        if (action.status === 'pending') {
-          // Not started: cancel and release here and now; the workflow sees it and ends without work.
-          const cancelled = await db.transaction(async (m) => {
-            if (!(await closeAction(m, action.id, 'cancelled', null, ['pending']))) return false;
-            await settleHold(m, action.id, 'released');
-            return true;
-          });
-          if (cancelled) return answer('cancelled', true, `Cancelled before processing started; ${action.price} sparks released`);
-          action.status = (await requireOwn(db.manager, Action, action.id, caller, 'Action')).status; // it just started
-        }
-        if (action.status === 'processing') {
-          try {
-            await temporal.workflow.getHandle(actionWorkflowId(action.id)).cancel();
-          } catch (err) {
-            if (!(err instanceof WorkflowNotFoundError)) throw err;
-            log.warn('cancel: workflow not found', { actionId: action.id });
-          }
-          return answer('processing', false, 'Cancel requested; the action is already running and may still complete');
-        }
-        if (action.status === 'cancelled') return answer('cancelled', true, 'The action was already cancelled');
-        return answer(action.status, false, `The action is already ${action.status}`);
+        const action = await requireOwn(db.manager, Action, params.action_id, ctx.state.caller, 'Action');
+        ctx.body = { action_id: action.id, ...(await cancelAction({ db, temporal }, action)) };
       },
     },
     {

@@ -24,6 +24,8 @@ export const actionWorkflowId = (actionId: number): string => `action-${actionId
 export const jobWorkflowId = (jobId: string): string => `job-${jobId}`;
 /** A delivery's workflow id is its UUID, the `X-Service-Job-Id` receivers see. */
 export const deliveryWorkflowId = (deliveryId: string): string => `delivery-${deliveryId}`;
+/** The announcement of an outcome decided outside the action's workflow (by the reconciler). */
+export const announcementWorkflowId = (actionId: number, outcome: 'completed' | 'failed'): string => `announce-${outcome}-${actionId}`;
 
 /** A provider activity that has not heartbeated for this long has lost its worker. */
 export const PROVIDER_HEARTBEAT_TIMEOUT_SECONDS = 10;

@@ -3,8 +3,6 @@ import { ProviderError } from '../../src/providers/provider';
 import { readBalance } from '../../src/domain/billing';
 import { actionWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
 import { startActionWorkflow } from '../../src/temporal/start-action';
-import { recoverPendingActions } from '../../src/temporal/recover-pending';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ActionOutcome } from '../../workflows/action';
 import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
@@ -68,19 +66,6 @@ describe('actionWorkflow (dev server)', function () {
       assert.match(row.error_message, /cannot be decoded/);
       assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 20, holds: 0, available: 20 });
       await assertMoneyConsistent(stack.db, accountId);
-    });
-
-    it('the recovery sweep starts the workflow of an action left pending without one', async () => {
-      const { accountId } = await newAccount(stack.db, 20);
-      const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
-      await stack.db.query(`UPDATE actions SET created_at = now() - interval '5 minutes' WHERE id = $1`, [actionId]);
-      const fresh = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
-      assert.ok((await recoverPendingActions(stack.db, stack.temporal, { taskQueue: stack.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 100 }, 60)) >= 1);
-      await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
-      await assert.rejects(stack.temporal.workflow.getHandle(actionWorkflowId(fresh)).describe(), WorkflowNotFoundError, 'a fresh pending action is left to its own request');
-      const [row] = await stack.db.query('SELECT status FROM actions WHERE id = $1', [actionId]);
-      assert.equal(row.status, 'completed');
-      await stack.db.query(`UPDATE actions SET status = 'failed' WHERE id = $1`, [fresh]); // keep later sweeps away from it
     });
 
     it('starting the same action twice runs one workflow', async () => {

@@ -1,0 +1,124 @@
+/**
+ * The reconciler: the read models against the workflows that own them, run by every worker process at start and
+ * every minute. Safe to run anywhere, any number of times: every move it makes is conditional.
+ *
+ * - Starts in flight: an action is committed `starting`, then its workflow is started, then the API confirms. An
+ *   API that died in between, or could not compensate a failed start, leaves it `starting`. Past a short grace,
+ *   one whose workflow exists is confirmed; one whose workflow does not is abandoned (released, failed, its
+ *   Idempotency-Key forgotten): the client never got a 200 for it, so it never runs.
+ * - Lost workflows: an open action (or live v2 job) whose workflow was terminated or reset away by an operator,
+ *   or is gone, past the grace period: the hold is released and the action (and job) failed in one transaction,
+ *   the failure event is sent, and it is logged.
+ */
+import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from '../domain/action-states';
+import { sqlRows } from '../db/sql';
+import { log } from '../log';
+import { actionWorkflowId, announcementWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from './contract';
+import { lostWorkflowMessage, workflowState } from './workflow-state';
+
+export interface ReconcileConfig {
+  taskQueue: string;
+  /** How old an open action must be before a closed or missing workflow makes it lost. */
+  graceSeconds: number;
+  /** How long a start may stay in flight before the reconciler settles it. */
+  startGraceSeconds?: number;
+}
+
+interface Owned { action_id: number; status: string; job_id: string | null; job_status: string | null }
+
+const ownerOf = (row: Owned): string => (row.job_id ? jobWorkflowId(row.job_id) : actionWorkflowId(row.action_id));
+
+/** Confirms or abandons starts left in flight; answers how many were abandoned. */
+export async function settleStarts(db: DataSource, client: Client, olderThanSeconds: number): Promise<number> {
+  const rows = await sqlRows<Owned>(db.manager,
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+       FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
+      WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => $1)
+      ORDER BY a.id LIMIT 500`, [olderThanSeconds]);
+  let abandoned = 0;
+  for (const row of rows) {
+    const started = row.status !== 'pending' || (await workflowState(client, ownerOf(row))).kind !== 'missing';
+    if (started) {
+      await confirmStart(db.manager, row.action_id);
+    } else if (await db.transaction((m) => abandonStart(m, row.action_id))) {
+      abandoned++;
+      log.warn('abandoned an action whose workflow never started; its hold was released', { actionId: row.action_id, jobId: row.job_id });
+    }
+  }
+  return abandoned;
+}
+
+/** Fails open actions and live jobs whose workflow is closed or missing; answers how many it moved. */
+export async function reconcileLostWorkflows(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  const rows = await sqlRows<Owned>(db.manager,
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+       FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
+      WHERE a.status IN ('pending', 'processing') AND a.start_state = 'started' AND a.created_at < now() - make_interval(secs => $1)
+     UNION
+     SELECT a.id, a.status, j.id, j.status
+       FROM jobs j JOIN actions a ON a.id = j.action_id
+      WHERE j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND a.start_state = 'started'
+        AND j.created_at < now() - make_interval(secs => $1)
+      ORDER BY 1 LIMIT 500`, [config.graceSeconds]);
+  let moved = 0;
+  for (const row of rows) {
+    const state = await workflowState(client, ownerOf(row));
+    if (state.kind === 'running') continue;
+    const message = lostWorkflowMessage(state);
+    if ((OPEN_ACTION_STATUSES as readonly string[]).includes(row.status)) {
+      const failed = await db.transaction((m) => releaseAndClose(m, row.action_id, 'failed', message, { errorCode: 'workflow_lost', retryable: true }));
+      if (!failed) continue;
+      moved++;
+      log.warn('reconciled an action whose workflow stopped: hold released, action failed', {
+        actionId: row.action_id, jobId: row.job_id, workflow: state.kind === 'closed' ? state.status : 'missing',
+      });
+      await announceFailure(client, config.taskQueue, row.action_id);
+    } else if (await finishJobAsItsAction(db, row.job_id!)) {
+      moved++;
+      log.warn('reconciled a job whose workflow stopped after its action ended', { actionId: row.action_id, jobId: row.job_id });
+    }
+  }
+  return moved;
+}
+
+/** A job left live although its action ended (its workflow stopped in between): it ends as its action did. */
+async function finishJobAsItsAction(db: DataSource, jobId: string): Promise<boolean> {
+  const rows = await sqlRows(db.manager,
+    `UPDATE jobs j SET status = CASE a.status WHEN 'completed' THEN 'succeeded' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
+            phase = CASE a.status WHEN 'completed' THEN 'completed' ELSE 'failed' END,
+            error_message = CASE a.status WHEN 'failed' THEN a.error_message ELSE j.error_message END,
+            completed_at = now(), updated_at = now()
+       FROM actions a
+      WHERE j.id = $1 AND a.id = j.action_id AND a.status IN ('completed', 'failed', 'cancelled')
+        AND j.status IN ('queued', 'claimed', 'running', 'retry_scheduled')
+      RETURNING j.id`, [jobId]);
+  return rows.length > 0;
+}
+
+async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {
+  try {
+    await client.workflow.start('announcementWorkflow', {
+      taskQueue,
+      workflowId: announcementWorkflowId(actionId, 'failed'),
+      args: [{ actionId, outcome: 'failed' }],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      staticSummary: `failure event of action ${actionId} (closed by the reconciler)`,
+      typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.actionId, value: actionId }],
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+    log.error('could not start the failure announcement', { actionId, error: String(err) });
+  }
+}
+
+/** One pass of both; logs instead of throwing, so the timer keeps going. */
+export async function reconcile(db: DataSource, client: Client, config: ReconcileConfig): Promise<void> {
+  try {
+    await settleStarts(db, client, config.startGraceSeconds ?? 30);
+    await reconcileLostWorkflows(db, client, config);
+  } catch (err) {
+    log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
+  }
+}

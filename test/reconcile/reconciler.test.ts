@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { settleHold } from '../../src/domain/billing';
+import { abandonStart, closeAction } from '../../src/domain/action-states';
+import { LocalRenderer } from '../../src/providers/local-renderer';
+import { actionWorkflowId, announcementWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { reconcileLostWorkflows, settleStarts } from '../../src/temporal/reconcile';
+import { startActionWorkflow } from '../../src/temporal/start-action';
+import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
+import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { Stack, startStack } from '../support/stack';
+
+const V2 = '/api/v2';
+
+/**
+ * What an operator's buttons and lost workflows do to money: terminated or missing workflows are reconciled (hold
+ * released, action failed, failure event sent), cancels are honest in those states, starts left in flight are
+ * settled, and settlement locks are taken in one order.
+ */
+describe('reconciler and honest cancels', function () {
+  this.timeout(90_000);
+  let stack: Stack;
+  let receiver: TestHttpsServer;
+  let image: string;
+  before(async () => {
+    // Renders take a minute, so every action stays `processing` until the test acts on it.
+    stack = await startStack({ provider: new LocalRenderer({ delayMs: 60_000 }) });
+    receiver = await startHttpsServer((_req, res) => void res.writeHead(204).end());
+    image = await jpegBase64(400, 500, '#30a060');
+  });
+  after(async () => {
+    await receiver.close();
+    await stack.stop();
+  });
+
+  const photo = (extra: object = {}) => ({ images: [{ data: image }], product_name: 'Lamp', category_id: 'home', ...extra });
+  const terminate = (workflowId: string) => stack.temporal.workflow.getHandle(workflowId).terminate('operator pressed Terminate');
+  const reconcileNow = () => reconcileLostWorkflows(stack.db, stack.temporal, { taskQueue: stack.taskQueue, graceSeconds: 0 });
+  const actionRow = async (id: number) => (await stack.db.query('SELECT status, error_message, start_state FROM actions WHERE id = $1', [id]))[0];
+  const jobRow = async (id: string) => (await stack.db.query('SELECT status, phase, retryable, error_code FROM jobs WHERE id = $1', [id]))[0];
+
+  async function processingAction(call: ReturnType<typeof apiClient>, extra: object = {}): Promise<number> {
+    const res = await call('POST', `${V1}/generate/photo`, photo(extra));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await eventually(() => call('GET', `${V1}/status/${res.body.action_id}`), (r) => r.body.status === 'processing');
+    return res.body.action_id;
+  }
+
+  async function runningJob(call: ReturnType<typeof apiClient>): Promise<{ job_id: string; resource_id: number }> {
+    const res = await call('POST', `${V2}/jobs/generate`, photo());
+    assert.equal(res.status, 202, JSON.stringify(res.body));
+    await eventually(() => call('GET', `${V2}/jobs/${res.body.job_id}`), (r) => r.body.phase === 'provider_running');
+    return res.body;
+  }
+
+  it('fails an action whose workflow an operator terminated mid-render, releases its hold and sends the failure event once', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const actionId = await processingAction(call, { webhook_url: `${receiver.url}/hooks/${accountId}` });
+    assert.equal((await call('GET', `${V1}/balance`)).body.holds, 5);
+    await terminate(actionWorkflowId(actionId));
+
+    assert.ok((await reconcileNow()) >= 1);
+    assert.deepEqual(await actionRow(actionId), { status: 'failed', error_message: 'Processing was stopped by an operator', start_state: 'started' });
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 20, available: 20, holds: 0 });
+    await assertMoneyConsistent(stack.db, accountId);
+
+    await stack.temporal.workflow.getHandle(announcementWorkflowId(actionId, 'failed')).result();
+    const hooks = await eventually(async () => receiver.requests.filter((r) => r.path === `/hooks/${accountId}`), (r) => r.length === 1);
+    assert.equal(hooks[0].headers['x-service-event'], 'generation.failed');
+    assert.equal(JSON.parse(hooks[0].body.toString()).action_id, actionId);
+
+    await reconcileNow(); // a second pass finds nothing more to do for it
+    assert.equal((await actionRow(actionId)).status, 'failed');
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('fails a v2 job whose workflow was terminated (workflow_lost, retryable) and releases its hold', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const job = await runningJob(call);
+    await terminate(jobWorkflowId(job.job_id));
+    await reconcileNow();
+    assert.deepEqual(await jobRow(job.job_id), { status: 'failed', phase: 'failed', retryable: true, error_code: 'workflow_lost' });
+    assert.equal((await actionRow(job.resource_id)).status, 'failed');
+    assert.equal((await call('GET', `${V1}/balance`)).body.available, 20);
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('v1 cancel of a processing action whose workflow is gone cancels it at once', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const actionId = await processingAction(call);
+    await terminate(actionWorkflowId(actionId));
+    const res = await call('POST', `${V1}/cancel/${actionId}`);
+    assert.deepEqual([res.status, res.body.status, res.body.cancelled], [200, 'cancelled', true]);
+    assert.equal((await actionRow(actionId)).status, 'cancelled');
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 20, available: 20, holds: 0 });
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('v2 cancel of a job stuck in running/finalizing whose workflow is gone cancels it at once', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const job = await runningJob(call);
+    await terminate(jobWorkflowId(job.job_id));
+    await stack.db.query(`UPDATE jobs SET phase = 'finalizing' WHERE id = $1`, [job.job_id]);
+    const res = await call('POST', `${V2}/jobs/${job.job_id}/cancel`);
+    assert.deepEqual(res.body, { job_id: job.job_id, status: 'cancelled', cancelled: true, message: 'Cancelled; held sparks were released' });
+    assert.equal((await jobRow(job.job_id)).status, 'cancelled');
+    assert.equal((await actionRow(job.resource_id)).status, 'cancelled');
+    assert.equal((await call('GET', `${V1}/balance`)).body.available, 20);
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('v1 cancel of a running v2 job\'s action cancels the job through its workflow', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const job = await runningJob(call);
+    const res = await call('POST', `${V1}/cancel/${job.resource_id}`);
+    assert.deepEqual([res.status, res.body.action_id, res.body.cancelled, res.body.message], [200, job.resource_id, false, 'Cancel requested']);
+    assert.equal((await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).result()).status, 'cancelled');
+    assert.equal((await jobRow(job.job_id)).status, 'cancelled');
+    assert.equal((await call('GET', `${V1}/status/${job.resource_id}`)).body.status, 'cancelled');
+    assert.equal((await call('GET', `${V1}/balance`)).body.available, 20);
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('settles starts left in flight: confirmed when the workflow exists, abandoned (released, failed) when it does not', async () => {
+    const { accountId } = await newAccount(stack.db, 20);
+    const lost = await placeAction(stack.db, accountId, { hold: 5 });
+    const started = await placeAction(stack.db, accountId, { hold: 5 });
+    const fresh = await placeAction(stack.db, accountId, { hold: 5 });
+    await stack.db.query(`UPDATE actions SET start_state = 'starting', created_at = now() - interval '5 minutes' WHERE id = ANY($1)`, [[lost, started]]);
+    await stack.db.query(`UPDATE actions SET start_state = 'starting' WHERE id = $1`, [fresh]);
+    await startActionWorkflow(stack.temporal, stack.taskQueue, { id: started, accountId, type: 'generate', product: 'photo' });
+
+    assert.ok((await settleStarts(stack.db, stack.temporal, 60)) >= 1);
+    assert.deepEqual(await actionRow(lost), { status: 'failed', error_message: 'Generation was unavailable', start_state: 'abandoned' });
+    assert.equal((await actionRow(started)).start_state, 'started');
+    assert.equal((await actionRow(fresh)).start_state, 'starting', 'a start still within its grace is left to its request');
+    const [{ held }] = await stack.db.query('SELECT held FROM accounts WHERE id = $1', [accountId]);
+    assert.equal(held, 10, 'only the abandoned hold was released');
+    await assertMoneyConsistent(stack.db, accountId);
+    await terminate(actionWorkflowId(started));
+    await stack.db.transaction((m) => abandonStart(m, fresh));
+  });
+
+  it('a repeat of an Idempotency-Key whose first start is still in flight waits, and is a new request when that start is abandoned', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const headers = { 'Idempotency-Key': `in-flight-${accountId}` };
+    const first = await call('POST', `${V1}/generate/photo`, photo(), headers);
+    assert.equal(first.status, 200);
+    // Put the first request back between its commit and its start, as if its start were still under way.
+    await stack.db.query(`UPDATE actions SET start_state = 'starting' WHERE id = $1`, [first.body.action_id]);
+    await terminate(actionWorkflowId(first.body.action_id));
+
+    const repeat = call('POST', `${V1}/generate/photo`, photo(), headers);
+    await eventually(async () => (await stack.db.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%LEFT JOIN actions a ON a.id = k.action_id%' AND pid <> pg_backend_pid()`))[0].n,
+    (n) => n > 0);
+    await stack.db.transaction((m) => abandonStart(m, first.body.action_id)); // what the 503's compensation does
+    const answer = await repeat;
+    assert.equal(answer.status, 200);
+    assert.notEqual(answer.body.action_id, first.body.action_id, 'not the stored answer of a request that did not go through');
+    assert.equal(answer.headers.get('idempotent-replayed'), null);
+    assert.equal((await actionRow(first.body.action_id)).status, 'failed');
+    assert.equal((await call('GET', `${V1}/balance`)).body.holds, 5, 'only the new request holds');
+    await assertMoneyConsistent(stack.db, accountId);
+    await terminate(actionWorkflowId(answer.body.action_id));
+  });
+
+  it('a v2 cancel and a failing workflow step on the same action queue on their locks instead of deadlocking', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const actionId = await placeAction(stack.db, accountId, { hold: 5 });
+    const [{ id: jobId }] = await stack.db.query(
+      `INSERT INTO jobs (id, account_id, action_id, type, status, phase, updated_at)
+       VALUES (gen_random_uuid(), $1, $2, 'generation.execute', 'running', 'provider_running', now() - interval '1 minute') RETURNING id`, [accountId, actionId]);
+
+    // failAction's first step (hold, then action) is under way in another transaction...
+    const step = stack.db.createQueryRunner();
+    await step.connect();
+    await step.startTransaction();
+    try {
+      await settleHold(step.manager, actionId, 'released');
+      const cancel = apiClient(stack.baseUrl, apiKey)('POST', `${V2}/jobs/${jobId}/cancel`);
+      await eventually(async () => (await stack.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`))[0].n, (n) => n > 0);
+      // ...and takes its second lock while the cancel waits: with one lock order this cannot deadlock.
+      await closeAction(step.manager, actionId, 'failed', 'The provider refused');
+      await step.commitTransaction();
+      const res = await cancel;
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.cancelled, false);
+    } finally {
+      if (step.isTransactionActive) await step.rollbackTransaction();
+      await step.release();
+    }
+    assert.equal((await actionRow(actionId)).status, 'failed');
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+});
