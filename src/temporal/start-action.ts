@@ -5,7 +5,7 @@ import type { JobType } from '../domain/jobs';
 
 /**
  * Starts the workflow of a v1 action. The id is derived from the action, so starting twice (a retried request, a
- * recovery sweep) finds the running workflow instead of making a second one.
+ * reconciler) finds the workflow instead of making a second one; a closed one is left to the reconciler.
  */
 export async function startActionWorkflow(
   client: Client, taskQueue: string, action: { id: number; accountId: number; type: ActionType; product: ActionProduct },

@@ -11,7 +11,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
-import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import { randomUUID } from 'node:crypto';
@@ -46,11 +46,31 @@ async function record(
   return actionId;
 }
 
+/** The failure event of an action the reconciler closed: an announcement workflow with one delivery child. */
+async function recordAnnouncement(stack: Stack): Promise<void> {
+  const receiver = await startHttpsServer((_req, res) => void res.writeHead(204).end());
+  const { accountId } = await newAccount(stack.db, 50);
+  const actionId = await placeAction(stack.db, accountId, { hold: 5 });
+  await stack.db.query(`UPDATE actions SET status = 'failed', webhook_url = $2 WHERE id = $1`, [actionId, `${receiver.url}/hook`]);
+  const handle = await stack.temporal.workflow.start('announcementWorkflow', {
+    taskQueue: stack.taskQueue, workflowId: announcementWorkflowId(actionId, 'failed'), args: [{ actionId, outcome: 'failed' }],
+  });
+  await handle.result();
+  await save(handle, 'announcement-workflow.failure-event');
+  await receiver.close();
+}
+
 async function main(): Promise<void> {
   setLogLevel('error');
   await setUpEnvironment();
   try {
     const stack = await startStack();
+    // HISTORY_ONLY=announcement records just the workflow added after the others were released.
+    await recordAnnouncement(stack);
+    if (process.env.HISTORY_ONLY === 'announcement') {
+      await stack.stop();
+      return;
+    }
     const input = `inputs/record-${Date.now()}.jpg`;
     await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
     const garbage = `inputs/record-garbage-${Date.now()}.jpg`;
