@@ -54,10 +54,11 @@ export async function releaseAndClose(
   await settleHold(m, actionId, 'released');
   const closed = await closeAction(m, actionId, outcome, errorMessage);
   await m.query(
-    `UPDATE jobs SET status = $2, phase = 'failed', retryable = $3, error_code = $4, error_message = $5, completed_at = now(), updated_at = now()
+    `UPDATE jobs SET status = $2, phase = 'failed', completed_at = now(), updated_at = now(),
+            retryable = COALESCE($3, retryable), error_code = COALESCE($4, error_code), error_message = COALESCE($5, error_message)
       WHERE action_id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
         AND NOT EXISTS (SELECT 1 FROM actions WHERE id = $1 AND status = 'completed')`,
-    [actionId, outcome, job?.retryable ?? false, outcome === 'failed' ? job?.errorCode ?? null : null, outcome === 'failed' ? errorMessage : null]);
+    [actionId, outcome, job?.retryable ?? null, job?.errorCode ?? null, job ? errorMessage : null]); // a cancel keeps the last error
   return closed;
 }
 
