@@ -14,7 +14,18 @@ const BLOCKED_V4 = [
   '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24',
   '224.0.0.0/4', '240.0.0.0/4',
 ];
-const BLOCKED_V6 = ['::/128', '::1/128', '64:ff9b::/96', '100::/64', '2001::/23', '2001:db8::/32', 'fc00::/7', 'fe80::/10', 'ff00::/8'];
+/** IPv6 ranges of the IANA special-purpose registry that are not global, forms that embed an IPv4 address, and site-local. */
+const BLOCKED_V6 = [
+  '::/96', // unspecified, loopback and the deprecated IPv4-compatible form (::127.0.0.1)
+  '::ffff:0:0:0/96', // IPv4-translated (SIIT); IPv4-mapped ::ffff:0:0/96 is judged by its IPv4 address
+  '64:ff9b::/96', '64:ff9b:1::/48', // NAT64: well-known and local-use prefixes
+  '100::/64', '100:0:0:1::/64', // discard-only, dummy prefix
+  '2001::/23', // IETF protocol assignments, Teredo (2001::/32) included
+  '2001:db8::/32', '3fff::/20', // documentation
+  '2002::/16', // 6to4
+  '5f00::/16', // segment routing SIDs
+  'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8', // unique-local, link-local, site-local (deprecated), multicast
+];
 
 function blockList(cidrs: string[]): net.BlockList {
   const list = new net.BlockList();
