@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { OutboundPolicy } from '../../src/net/outbound';
+import type { Socket } from 'node:net';
+import { OutboundPolicy, OutboundTooLarge } from '../../src/net/outbound';
+import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 
 describe('outbound address ranges', () => {
   const policy = new OutboundPolicy();
@@ -33,5 +35,86 @@ describe('outbound address ranges', () => {
       'https://[64:ff9b:1::10.0.0.1]/', 'https://[fec0::1]/', 'https://0x7f000001/', 'https://127.1/']) {
       assert.throws(() => policy.checkUrl(url), /private or local/, url);
     }
+  });
+});
+
+describe('outbound deadlines and body caps', function () {
+  this.timeout(20_000); // every exchange below ends within its own 0.5-5 s deadline; hanging means the bound is missing
+  const policy = new OutboundPolicy(['127.0.0.0/8', '::1/128']);
+  let server: TestHttpsServer;
+  /** Resolves when the server sees the connection of the request to `path` closed. */
+  const closed = new Map<string, Promise<void>>();
+
+  /** Writes `next()` to the socket every 50 ms until the connection closes. */
+  function trickle(socket: Socket, next: () => string) {
+    const timer = setInterval(() => socket.write(next()), 50);
+    socket.once('close', () => clearInterval(timer));
+  }
+
+  before(async () => {
+    server = await startHttpsServer((req, res) => {
+      const socket = res.socket as Socket;
+      const path = req.url!.split('?')[0];
+      closed.set(req.url!, new Promise((resolve) => socket.once('close', () => resolve())));
+      if (path === '/trickled-headers') {
+        socket.write('HTTP/1.1 200 OK\r\n');
+        return trickle(socket, () => 'X-Trickle: 1\r\n');
+      }
+      if (path === '/trickled-body') {
+        res.writeHead(200, { 'Content-Type': 'image/jpeg' });
+        res.flushHeaders();
+        return trickle(socket, () => {
+          res.write('x');
+          return '';
+        });
+      }
+      if (path === '/endless' || path === '/endless-error') {
+        res.writeHead(path === '/endless' ? 200 : 500, { 'Content-Type': 'application/octet-stream' });
+        const chunk = Buffer.alloc(16 * 1024, 7);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+        };
+        res.on('drain', pump);
+        return pump();
+      }
+      res.writeHead(404).end();
+    });
+  });
+  after(() => server.close());
+
+  const url = (path: string, tag: string) => new URL(`${server.url}${path}?${tag}`);
+  async function connectionClosed(pathAndTag: string) {
+    const seen = closed.get(pathAndTag);
+    assert.ok(seen, `the server got ${pathAndTag}`);
+    await seen;
+  }
+
+  it('a server that trickles its headers: the request fails at its deadline and the connection is dropped', async () => {
+    await assert.rejects(policy.request(url('/trickled-headers', 'a'), { method: 'POST', timeoutMs: 500, maxBodyBytes: 1024 }), /timed out after 500 ms/);
+    await connectionClosed('/trickled-headers?a');
+    await assert.rejects(policy.fetchBytes(url('/trickled-headers', 'b').toString(), { maxBytes: 1024, timeoutMs: 500 }), /timed out/);
+    await connectionClosed('/trickled-headers?b');
+  });
+
+  it('a server that trickles its body: the request fails at its deadline', async () => {
+    await assert.rejects(policy.request(url('/trickled-body', 'a'), { method: 'POST', timeoutMs: 500, maxBodyBytes: 1024 }), /timed out after 500 ms/);
+    await connectionClosed('/trickled-body?a');
+    await assert.rejects(policy.fetchBytes(url('/trickled-body', 'b').toString(), { maxBytes: 1024, timeoutMs: 500 }), /timed out/);
+    await connectionClosed('/trickled-body?b');
+  });
+
+  it('an endless body is read to the cap, then the connection is dropped', async () => {
+    const answer = await policy.request(url('/endless', 'a'), { method: 'POST', timeoutMs: 5_000, maxBodyBytes: 64 * 1024 });
+    assert.deepEqual([answer.status, answer.truncated, answer.body.length], [200, true, 64 * 1024]);
+    await connectionClosed('/endless?a');
+    await assert.rejects(policy.fetchBytes(url('/endless', 'b').toString(), { maxBytes: 100_000, timeoutMs: 5_000 }),
+      (err: Error) => err instanceof OutboundTooLarge && /over 100000 bytes/.test(err.message));
+    await connectionClosed('/endless?b');
+  });
+
+  it('an error answer with an endless body: the status, no body, the connection dropped', async () => {
+    const answer = await policy.request(url('/endless-error', 'a'), { method: 'POST', timeoutMs: 5_000, maxBodyBytes: 64 * 1024 });
+    assert.deepEqual([answer.status, answer.truncated, answer.body.length], [500, false, 0]);
+    await connectionClosed('/endless-error?a');
   });
 });
