@@ -5,7 +5,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { sqlRow, sqlRows } from '../src/db/sql';
 import {
-  AD_HOC_ATTEMPTS, DELIVERY_TIMEOUT_MS, eventFor, isPermanentRefusal, REGISTERED_ATTEMPTS, signature, WebhookPayload,
+  AD_HOC_ATTEMPTS, DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, eventFor, isPermanentRefusal, REGISTERED_ATTEMPTS, signature, WebhookPayload,
 } from '../src/domain/webhooks';
 import { OutboundFailed, OutboundRefused } from '../src/net/outbound';
 import { FAILURE_TYPES } from '../src/temporal/contract';
@@ -78,10 +78,11 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
       let status: number;
       let retryAfter: number | undefined;
       try {
-        const { response } = await outbound.request(new URL(d.url), { method: 'POST', headers, body: Buffer.from(body), timeoutMs: DELIVERY_TIMEOUT_MS });
-        status = response.statusCode ?? 0;
+        const response = await outbound.request(new URL(d.url), {
+          method: 'POST', headers, body: Buffer.from(body), timeoutMs: DELIVERY_TIMEOUT_MS, maxBodyBytes: DELIVERY_ANSWER_MAX_BYTES,
+        });
+        status = response.status;
         retryAfter = [429, 503].includes(status) ? retryAfterMs(response.headers['retry-after']) : undefined;
-        response.resume();
       } catch (err) {
         const message = (err as Error).message;
         await record(deliveryId, null, message);

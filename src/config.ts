@@ -3,6 +3,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { configuredSecret } from './secrets';
 
 export interface Config {
   port: number;
@@ -19,13 +20,13 @@ export interface Config {
   toolsDir: string;
   temporalCliPath: string | undefined;
   temporalUiPort: number;
-  /** HMAC key for signed asset URLs; when unset a random one is kept in `dataDir`. */
+  /** HMAC key for signed asset URLs (32+ characters, no placeholder); when unset a random one is kept in `dataDir`. */
   assetSigningSecret: string | undefined;
   rateLimitPerMinute: number;
   /** Time the local renderer takes per image, so that processing, cancel and restart can be observed. */
   localRendererDelayMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
-  /** Encrypts stored secrets (webhook secrets); when unset a random one is kept in `dataDir`. */
+  /** Encrypts stored secrets (webhook secrets; 32+ characters, no placeholder); when unset a random one is kept in `dataDir`. */
   secretsKey: string | undefined;
   /** First retry interval of webhook deliveries (then doubling). */
   webhookRetryInitialMs: number;
@@ -54,6 +55,11 @@ function str(name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+/** A secret variable: unset stays unset (a random one is kept in DATA_DIR); a short or placeholder value stops the process. */
+function secret(name: string): string | undefined {
+  return configuredSecret(name, str(name));
+}
+
 export function loadConfig(overrides: Partial<Config> = {}): Config {
   const port = int('PORT', 3000);
   const dataDir = path.resolve(str('DATA_DIR') ?? '.data');
@@ -69,12 +75,12 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     toolsDir: path.resolve(str('TOOLS_DIR') ?? path.join(os.homedir(), '.cache', 'product-imagery', 'tools')),
     temporalCliPath: str('TEMPORAL_CLI_PATH'),
     temporalUiPort: int('TEMPORAL_UI_PORT', 8233),
-    assetSigningSecret: str('ASSET_SIGNING_SECRET'),
+    assetSigningSecret: secret('ASSET_SIGNING_SECRET'),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
     localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),
-    secretsKey: str('SECRETS_KEY'),
+    secretsKey: secret('SECRETS_KEY'),
     jobMaxAttempts: int('JOB_MAX_ATTEMPTS', 3),
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),

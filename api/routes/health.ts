@@ -1,26 +1,23 @@
+import { readinessProbe } from '../readiness';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
 
+const state = { type: 'string', enum: ['ok', 'unavailable'] };
 const checkSchema = {
   type: 'object',
   required: ['status'],
   properties: {
     status: { type: 'string', enum: ['ok', 'ready', 'unavailable'] },
-    checks: { type: 'object', properties: { database: { type: 'string' }, temporal: { type: 'string' } } },
+    checks: { type: 'object', properties: { database: state, temporal: state } },
   },
 };
 
-async function probe(check: () => Promise<unknown>): Promise<string> {
-  try {
-    await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000).unref())]);
-    return 'ok';
-  } catch (err) {
-    return `unavailable: ${(err as Error).message.split('\n')[0].slice(0, 200)}`;
-  }
-}
-
-/** Liveness (the process answers) and readiness (Postgres and Temporal answer). No authentication. */
+/**
+ * Liveness (the process answers) and readiness (Postgres and Temporal answer). No authentication, so readiness
+ * answers words only and probes at most once every couple of seconds (see readiness.ts).
+ */
 export function healthRoutes({ db, temporal }: ApiServices): Route[] {
+  const readiness = readinessProbe({ db, temporal });
   return [
     {
       method: 'get', path: '/healthz', operationId: 'getHealth', tag: 'Operations', summary: 'Liveness: the process answers',
@@ -33,13 +30,10 @@ export function healthRoutes({ db, temporal }: ApiServices): Route[] {
       method: 'get', path: '/readyz', operationId: 'getReadiness', tag: 'Operations', summary: 'Readiness: database and Temporal reachable',
       responses: { 200: { description: 'Ready', schema: checkSchema }, 503: { description: 'A dependency does not answer', schema: checkSchema } },
       async handle(ctx) {
-        const [database, temporalCheck] = await Promise.all([
-          probe(() => db.query('SELECT 1')),
-          probe(() => temporal.connection.workflowService.getSystemInfo({})),
-        ]);
-        const ready = database === 'ok' && temporalCheck === 'ok';
+        const { ready, checks } = await readiness();
         ctx.status = ready ? 200 : 503;
-        ctx.body = { status: ready ? 'ready' : 'unavailable', checks: { database, temporal: temporalCheck } };
+        ctx.set('Cache-Control', 'no-store');
+        ctx.body = { status: ready ? 'ready' : 'unavailable', checks };
       },
     },
   ];

@@ -10,7 +10,10 @@ export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 export const MAX_WEBHOOKS = 5;
 export const REGISTERED_ATTEMPTS = 5;
 export const AD_HOC_ATTEMPTS = 3;
+/** The whole exchange with a receiver, connect to the end of its answer. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
+/** How much of a receiver's 2xx answer is read (and ignored) before the connection is dropped. */
+export const DELIVERY_ANSWER_MAX_BYTES = 64 * 1024;
 
 const EVENT_PREFIX: Record<ActionType, string> = { generate: 'generation', edit: 'edit', video: 'video' };
 

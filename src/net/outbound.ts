@@ -2,10 +2,12 @@
  * Outbound HTTP that cannot be pointed at us: HTTPS only; every address a host resolves to is checked against
  * the private, loopback, link-local and other internal ranges inside the socket's own DNS lookup, so the address
  * checked is the address connected to (a DNS answer cannot swap it afterwards); redirects are followed by hand and
- * checked again; the body is capped while streaming; connect and total time are bounded.
+ * checked again; every exchange has one deadline from connect to the last body byte, and bodies are read to a cap,
+ * then the connection is dropped.
  * `OUTBOUND_ALLOW_CIDRS` lets an operator allow chosen ranges (tests use it for loopback).
  */
 import dns from 'node:dns';
+import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 
@@ -14,7 +16,18 @@ const BLOCKED_V4 = [
   '192.0.2.0/24', '192.88.99.0/24', '192.168.0.0/16', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24',
   '224.0.0.0/4', '240.0.0.0/4',
 ];
-const BLOCKED_V6 = ['::/128', '::1/128', '64:ff9b::/96', '100::/64', '2001::/23', '2001:db8::/32', 'fc00::/7', 'fe80::/10', 'ff00::/8'];
+/** IPv6 ranges of the IANA special-purpose registry that are not global, forms that embed an IPv4 address, and site-local. */
+const BLOCKED_V6 = [
+  '::/96', // unspecified, loopback and the deprecated IPv4-compatible form (::127.0.0.1)
+  '::ffff:0:0:0/96', // IPv4-translated (SIIT); IPv4-mapped ::ffff:0:0/96 is judged by its IPv4 address
+  '64:ff9b::/96', '64:ff9b:1::/48', // NAT64: well-known and local-use prefixes
+  '100::/64', '100:0:0:1::/64', // discard-only, dummy prefix
+  '2001::/23', // IETF protocol assignments, Teredo (2001::/32) included
+  '2001:db8::/32', '3fff::/20', // documentation
+  '2002::/16', // 6to4
+  '5f00::/16', // segment routing SIDs
+  'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8', // unique-local, link-local, site-local (deprecated), multicast
+];
 
 function blockList(cidrs: string[]): net.BlockList {
   const list = new net.BlockList();
@@ -38,6 +51,17 @@ export class OutboundFailed extends Error {
 }
 export class OutboundTooLarge extends Error {
   readonly name = 'OutboundTooLarge';
+}
+
+/** An answer read under the policy; the connection is already closed. */
+export interface OutboundResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The body of a 2xx answer, up to the cap (other answers' bodies are not read). */
+  body: Buffer;
+  /** The 2xx body was longer than the cap: `body` holds its start, the rest was never read. */
+  truncated: boolean;
+  remoteAddress: string;
 }
 
 export class OutboundPolicy {
@@ -99,66 +123,69 @@ export class OutboundPolicy {
     });
   };
 
-  /** One HTTPS request under the policy; `body` is sent as is. */
-  request(url: URL, init: { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number }): Promise<{ response: import('node:http').IncomingMessage; remoteAddress: string }> {
+  /**
+   * One HTTPS exchange under the policy, within one deadline for all of it (connect, headers, body), so a server
+   * that trickles bytes cannot hold it open. The body of a 2xx answer is read up to `maxBodyBytes`; past that, and
+   * for any other status, the connection is dropped rather than drained. `body` is sent as is.
+   */
+  request(url: URL, init: { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number; maxBodyBytes: number }): Promise<OutboundResponse> {
     return new Promise((resolve, reject) => {
-      const req = https.request(url, {
-        method: init.method, headers: init.headers, lookup: this.lookup, timeout: init.timeoutMs, agent: false,
-      }, (response) => {
+      const req = https.request(url, { method: init.method, headers: init.headers, lookup: this.lookup, agent: false }, (response) => {
         const remoteAddress = response.socket.remoteAddress ?? '';
-        if (!this.permits(remoteAddress)) {
-          response.destroy();
-          reject(new OutboundRefused('points to a private or local address'));
-          return;
-        }
-        resolve({ response, remoteAddress });
+        if (!this.permits(remoteAddress)) return fail(new OutboundRefused('points to a private or local address'));
+        const status = response.statusCode ?? 0;
+        const answer = (body: Buffer, truncated: boolean) => {
+          finish();
+          resolve({ status, headers: response.headers, body, truncated, remoteAddress });
+        };
+        const ok = status >= 200 && status < 300;
+        if (!ok || Number(response.headers['content-length'] ?? 0) > init.maxBodyBytes) return answer(Buffer.alloc(0), ok);
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          if (size + chunk.length > init.maxBodyBytes) return answer(Buffer.concat([...chunks, chunk.subarray(0, init.maxBodyBytes - size)]), true);
+          chunks.push(chunk);
+          size += chunk.length;
+        });
+        response.on('end', () => answer(Buffer.concat(chunks), false));
+        response.on('error', fail);
       });
-      req.on('timeout', () => req.destroy(new OutboundFailed(`timed out after ${init.timeoutMs} ms`)));
-      req.on('error', (err) => reject(err instanceof OutboundRefused || err instanceof OutboundFailed ? err
-        : (err as { code?: string }).code === 'EOUTBOUNDREFUSED' ? new OutboundRefused('points to a private or local address')
-          : new OutboundFailed(err.message)));
+      const deadline = setTimeout(() => fail(new OutboundFailed(`timed out after ${init.timeoutMs} ms`)), init.timeoutMs);
+      /** Stops the clock and drops the connection (nothing more is read; a no-op once the exchange is over). */
+      const finish = () => {
+        clearTimeout(deadline);
+        req.destroy();
+      };
+      const fail = (err: Error) => {
+        finish();
+        reject(err instanceof OutboundRefused || err instanceof OutboundFailed ? err
+          : (err as { code?: string }).code === 'EOUTBOUNDREFUSED' ? new OutboundRefused('points to a private or local address')
+            : new OutboundFailed(err.message));
+      };
+      req.on('error', fail);
       req.end(init.body);
     });
   }
 
-  /** GET with redirects (each re-checked) and a size cap; answers the body and its content type. */
+  /** GET with redirects (each re-checked), a size cap and one deadline for all hops; answers the body and its content type. */
   async fetchBytes(raw: string, options: { maxBytes: number; timeoutMs: number; maxRedirects?: number }): Promise<{ bytes: Buffer; contentType: string | undefined }> {
     let url = this.checkUrl(raw);
     const deadline = Date.now() + options.timeoutMs;
     for (let hop = 0; hop <= (options.maxRedirects ?? 3); hop++) {
-      const remaining = Math.max(1, deadline - Date.now());
-      const { response } = await this.request(url, { method: 'GET', headers: { Accept: 'image/*' }, timeoutMs: remaining });
-      const status = response.statusCode ?? 0;
-      if (status >= 300 && status < 400 && response.headers.location) {
-        response.resume();
-        url = this.checkUrl(new URL(response.headers.location, url).toString());
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new OutboundFailed(`timed out after ${options.timeoutMs} ms`);
+      const response = await this.request(url, { method: 'GET', headers: { Accept: 'image/*' }, timeoutMs: remaining, maxBodyBytes: options.maxBytes });
+      const { status, headers } = response;
+      if (status >= 300 && status < 400 && headers.location) {
+        url = this.checkUrl(new URL(headers.location, url).toString());
         continue;
       }
-      if (status !== 200) {
-        response.resume();
-        throw new OutboundFailed(`answered HTTP ${status}`, status);
+      if (status !== 200) throw new OutboundFailed(`answered HTTP ${status}`, status);
+      if (response.truncated) {
+        const declared = Number(headers['content-length'] ?? 0);
+        throw new OutboundTooLarge(declared > options.maxBytes ? `is ${declared} bytes; the limit is ${options.maxBytes}` : `is over ${options.maxBytes} bytes`);
       }
-      const declared = Number(response.headers['content-length'] ?? 0);
-      if (declared > options.maxBytes) {
-        response.destroy();
-        throw new OutboundTooLarge(`is ${declared} bytes; the limit is ${options.maxBytes}`);
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const timer = setTimeout(() => response.destroy(new OutboundFailed(`timed out after ${options.timeoutMs} ms`)), remaining);
-      try {
-        for await (const chunk of response) {
-          size += (chunk as Buffer).length;
-          if (size > options.maxBytes) {
-            response.destroy();
-            throw new OutboundTooLarge(`is over ${options.maxBytes} bytes`);
-          }
-          chunks.push(chunk as Buffer);
-        }
-      } finally {
-        clearTimeout(timer);
-      }
-      return { bytes: Buffer.concat(chunks), contentType: response.headers['content-type'] };
+      return { bytes: response.body, contentType: headers['content-type'] };
     }
     throw new OutboundFailed('redirected too many times');
   }

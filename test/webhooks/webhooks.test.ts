@@ -198,6 +198,32 @@ describe('webhooks', function () {
       assert.equal(requests[0].headers['x-service-event'], 'generation.completed');
     });
 
+    it('a receiver that answers 200 and streams without end: delivered, and the connection is dropped', async () => {
+      const { call } = await account();
+      let connectionClosed!: () => void;
+      const closed = new Promise<void>((resolve) => (connectionClosed = resolve));
+      const endless = await startHttpsServer((req, res) => {
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.on('close', () => connectionClosed());
+        const chunk = Buffer.alloc(16 * 1024, 120);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+        };
+        res.on('drain', pump);
+        pump();
+      });
+      try {
+        await generate(call, { webhook_url: `${endless.url}/hook` });
+        await eventually(async () => endless.requests.length, (n) => n >= 1);
+        const jobId = endless.requests[0].headers['x-service-job-id'] as string;
+        assert.deepEqual(await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result(), { status: 'delivered' });
+        await closed; // the worker read 64 KiB of the answer, then let go
+        assert.equal(endless.requests.length, 1);
+      } finally {
+        await endless.close();
+      }
+    });
+
     it('sends only subscribed events, and failure and edit events too', async () => {
       const { call } = await account();
       const videoOnly = uniquePath('video-only');

@@ -2,7 +2,7 @@
  * The service process stops mid-job, cleanly or by crash; started again, it finishes the job and charges once.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { actionWorkflowId } from '../../src/temporal/contract';
@@ -30,6 +30,7 @@ describe('stopping the service mid-job', function () {
     await db.destroy();
   });
 
+  const signingSecret = randomBytes(32).toString('hex');
   async function serviceEnv(renderDelayMs: number) {
     const port = await freePort();
     return {
@@ -39,7 +40,7 @@ describe('stopping the service mid-job', function () {
         TEMPORAL_ADDRESS: testEnvironment().temporalAddress,
         TEMPORAL_TASK_QUEUE: taskQueue,
         DATA_DIR: dataDir,
-        ASSET_SIGNING_SECRET: 'restart-test',
+        ASSET_SIGNING_SECRET: signingSecret,
         LOCAL_RENDERER_DELAY_MS: String(renderDelayMs),
       },
       baseUrl: `http://127.0.0.1:${port}`,

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
+import { OutboundPolicy, OutboundTooLarge } from '../../src/net/outbound';
+import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+
+describe('outbound address ranges', () => {
+  const policy = new OutboundPolicy();
+
+  it('refuses every internal IPv4 and IPv6 range, including the forms that embed an IPv4 address', () => {
+    const refused = [
+      '0.0.0.0', '10.0.0.1', '100.64.0.1', '127.0.0.1', '169.254.169.254', '172.31.255.255', '192.0.0.8', '192.0.2.1',
+      '192.88.99.1', '192.168.0.1', '198.18.0.1', '198.51.100.1', '203.0.113.1', '224.0.0.1', '240.0.0.1', '255.255.255.255',
+      '::', '::1', // unspecified, loopback
+      '::7f00:1', '::a00:1', '::a9fe:a9fe', // IPv4-compatible ::127.0.0.1, ::10.0.0.1, ::169.254.169.254
+      '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', // IPv4-mapped internal addresses, either notation
+      '::ffff:0:7f00:1', // IPv4-translated
+      '64:ff9b::7f00:1', '64:ff9b:1::a00:1', // NAT64, well-known and local-use
+      '100::1', '100:0:0:1::1', // discard-only, dummy
+      '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001:2::1', '2001:db8::1', '3fff::1', // IETF, Teredo, benchmarking, documentation
+      '2002:7f00:1::1', '2002:c000:0204::1', // 6to4
+      '5f00::1', // segment routing
+      'fc00::1', 'fd12:3456::1', 'fe80::1', 'febf::1', 'fec0::1', 'feff::1', 'ff02::1', // ULA, link-local, site-local, multicast
+    ];
+    for (const ip of refused) assert.equal(policy.permits(ip), false, `${ip} must be refused`);
+  });
+
+  it('permits public addresses, IPv4-mapped public ones too', () => {
+    for (const ip of ['93.184.216.34', '8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '::ffff:808:808']) {
+      assert.equal(policy.permits(ip), true, `${ip} must be permitted`);
+    }
+  });
+
+  it('refuses URLs with an internal literal address in any IPv6 notation', () => {
+    for (const url of ['https://[::127.0.0.1]/', 'https://[::ffff:127.0.0.1]/', 'https://[::ffff:0:127.0.0.1]/', 'https://[2002:7f00:1::1]/',
+      'https://[64:ff9b:1::10.0.0.1]/', 'https://[fec0::1]/', 'https://0x7f000001/', 'https://127.1/']) {
+      assert.throws(() => policy.checkUrl(url), /private or local/, url);
+    }
+  });
+});
+
+describe('outbound deadlines and body caps', function () {
+  this.timeout(20_000); // every exchange below ends within its own 0.5-5 s deadline; hanging means the bound is missing
+  const policy = new OutboundPolicy(['127.0.0.0/8', '::1/128']);
+  let server: TestHttpsServer;
+  /** Resolves when the server sees the connection of the request to `path` closed. */
+  const closed = new Map<string, Promise<void>>();
+
+  /** Writes `next()` to the socket every 50 ms until the connection closes. */
+  function trickle(socket: Socket, next: () => string) {
+    const timer = setInterval(() => socket.write(next()), 50);
+    socket.once('close', () => clearInterval(timer));
+  }
+
+  before(async () => {
+    server = await startHttpsServer((req, res) => {
+      const socket = res.socket as Socket;
+      const path = req.url!.split('?')[0];
+      closed.set(req.url!, new Promise((resolve) => socket.once('close', () => resolve())));
+      if (path === '/trickled-headers') {
+        socket.write('HTTP/1.1 200 OK\r\n');
+        return trickle(socket, () => 'X-Trickle: 1\r\n');
+      }
+      if (path === '/trickled-body') {
+        res.writeHead(200, { 'Content-Type': 'image/jpeg' });
+        res.flushHeaders();
+        return trickle(socket, () => {
+          res.write('x');
+          return '';
+        });
+      }
+      if (path === '/endless' || path === '/endless-error') {
+        res.writeHead(path === '/endless' ? 200 : 500, { 'Content-Type': 'application/octet-stream' });
+        const chunk = Buffer.alloc(16 * 1024, 7);
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+        };
+        res.on('drain', pump);
+        return pump();
+      }
+      res.writeHead(404).end();
+    });
+  });
+  after(() => server.close());
+
+  const url = (path: string, tag: string) => new URL(`${server.url}${path}?${tag}`);
+  async function connectionClosed(pathAndTag: string) {
+    const seen = closed.get(pathAndTag);
+    assert.ok(seen, `the server got ${pathAndTag}`);
+    await seen;
+  }
+
+  it('a server that trickles its headers: the request fails at its deadline and the connection is dropped', async () => {
+    await assert.rejects(policy.request(url('/trickled-headers', 'a'), { method: 'POST', timeoutMs: 500, maxBodyBytes: 1024 }), /timed out after 500 ms/);
+    await connectionClosed('/trickled-headers?a');
+    await assert.rejects(policy.fetchBytes(url('/trickled-headers', 'b').toString(), { maxBytes: 1024, timeoutMs: 500 }), /timed out/);
+    await connectionClosed('/trickled-headers?b');
+  });
+
+  it('a server that trickles its body: the request fails at its deadline', async () => {
+    await assert.rejects(policy.request(url('/trickled-body', 'a'), { method: 'POST', timeoutMs: 500, maxBodyBytes: 1024 }), /timed out after 500 ms/);
+    await connectionClosed('/trickled-body?a');
+    await assert.rejects(policy.fetchBytes(url('/trickled-body', 'b').toString(), { maxBytes: 1024, timeoutMs: 500 }), /timed out/);
+    await connectionClosed('/trickled-body?b');
+  });
+
+  it('an endless body is read to the cap, then the connection is dropped', async () => {
+    const answer = await policy.request(url('/endless', 'a'), { method: 'POST', timeoutMs: 5_000, maxBodyBytes: 64 * 1024 });
+    assert.deepEqual([answer.status, answer.truncated, answer.body.length], [200, true, 64 * 1024]);
+    await connectionClosed('/endless?a');
+    await assert.rejects(policy.fetchBytes(url('/endless', 'b').toString(), { maxBytes: 100_000, timeoutMs: 5_000 }),
+      (err: Error) => err instanceof OutboundTooLarge && /over 100000 bytes/.test(err.message));
+    await connectionClosed('/endless?b');
+  });
+
+  it('an error answer with an endless body: the status, no body, the connection dropped', async () => {
+    const answer = await policy.request(url('/endless-error', 'a'), { method: 'POST', timeoutMs: 5_000, maxBodyBytes: 64 * 1024 });
+    assert.deepEqual([answer.status, answer.truncated, answer.body.length], [500, false, 0]);
+    await connectionClosed('/endless-error?a');
+  });
+});
