@@ -1,7 +1,7 @@
 /**
  * Turns an ImageInput (HTTPS `url`, base64 `data`, or an `upl_` id in `data`) into checked bytes: size capped
  * before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC converted to
- * JPEG on arrival, and the pixels decoded once to prove the image is usable.
+ * JPEG on arrival, and every pixel decoded once to prove the image is usable before anything is held or stored.
  */
 import { createHash } from 'node:crypto';
 import convertHeic from 'heic-convert';
@@ -63,11 +63,14 @@ export async function checkImage(original: Buffer, where: string): Promise<Check
     }
   }
   try {
-    const meta = await sharp(bytes, { failOn: 'error' }).metadata();
+    const image = sharp(bytes, { failOn: 'error' });
+    const meta = await image.metadata();
     if (!meta.width || !meta.height) throw new Error('no dimensions');
+    // Every pixel is decoded: a header can be intact in front of truncated or corrupt data.
+    await image.stats();
     return { bytes, format: format as CheckedImage['format'], width: meta.width, height: meta.height };
-  } catch {
-    throw badRequest(`${where} cannot be decoded as ${format.toUpperCase()}`);
+  } catch (err) {
+    throw badRequest(`${where} cannot be decoded as ${format.toUpperCase()} (${(err as Error).message})`);
   }
 }
 

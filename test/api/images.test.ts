@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { OutboundPolicy } from '../../src/net/outbound';
-import { actionWorkflowId } from '../../src/temporal/contract';
-import { apiClient, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { Stack, startStack } from '../support/stack';
 
@@ -118,6 +118,60 @@ describe('image inputs over HTTP', function () {
       const res = await generate(call, { data: bytes.toString('base64'), media_type: 'image/gif' });
       assert.equal(res.status, 200);
     }
+  });
+
+  describe('truncated images', () => {
+    it('are 400 invalid_request before anything is held, whether or not the fields to detect were sent', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      for (const format of ['jpeg', 'png', 'webp'] as const) {
+        const data = truncatedImage(await noiseImage(format)).toString('base64');
+        for (const body of [{ images: [{ data }], product_name: 'Bag', category_id: 'wearables' }, { images: [{ data }] }]) {
+          const res = await call('POST', `${V1}/generate/photo`, body);
+          assert.deepEqual([res.status, res.body.detail?.error], [400, 'invalid_request'], `${format}: ${JSON.stringify(res.body)}`);
+          assert.match(res.body.detail.message, new RegExp(`^images\\[0\\] cannot be decoded as ${format.toUpperCase()}`));
+        }
+        const upload = await call('POST', `${V1}/upload`, { image: { data } });
+        assert.deepEqual([upload.status, upload.body.detail?.error], [400, 'invalid_request'], format);
+      }
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]);
+      assert.equal(n, 0);
+    });
+
+    /** An upload whose stored file is damaged afterwards, behind the API's back: only the worker can find out. */
+    async function damagedUpload(call: ReturnType<typeof apiClient>): Promise<string> {
+      const good = await noiseImage('jpeg');
+      const { upload_id: uploadId } = (await call('POST', `${V1}/upload`, { image: { data: good.toString('base64') } })).body;
+      const [{ input_key: key }] = await stack.db.query('SELECT input_key FROM uploads WHERE id = $1', [uploadId]);
+      await stack.store.put(key, truncatedImage(good));
+      return uploadId;
+    }
+
+    it('a damaged stored input is a permanent failure: a v1 action fails after one attempt, a v2 job ends failed, not retryable', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+
+      const action = await generate(call, { data: await damagedUpload(call) });
+      assert.equal(action.status, 200, JSON.stringify(action.body));
+      const handle = stack.temporal.workflow.getHandle(actionWorkflowId(action.body.action_id));
+      const outcome = await handle.result();
+      assert.equal(outcome.status, 'failed');
+      assert.match((outcome as { error: string }).error, /^The image cannot be decoded/);
+      const events = (await handle.fetchHistory()).events!;
+      const render = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'generateAsset')!;
+      const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(render.eventId))!;
+      assert.equal(started.activityTaskStartedEventAttributes!.attempt, 1, 'tried once');
+
+      const job = (await call('POST', '/api/v2/jobs/generate', { images: [{ data: await damagedUpload(call) }], product_name: 'Bag', category_id: 'wearables' })).body;
+      assert.equal((await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).result()).status, 'failed');
+      const done = (await call('GET', job.status_url)).body;
+      assert.deepEqual([done.status, done.retryable, done.error_code], ['failed', false, 'invalid_image']);
+      assert.match(done.error_message, /^The image cannot be decoded/);
+
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      await assertMoneyConsistent(stack.db, accountId);
+    });
   });
 
   describe('uploads', () => {
