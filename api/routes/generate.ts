@@ -26,7 +26,7 @@ export const ERRORS: Record<number, RouteResponse> = {
   403: { description: '`forbidden`: project_id belongs to another account' },
   404: { description: '`not_found`: project_id does not exist' },
   409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
-  413: { description: '`image_too_large`: an image is over 15 MB decoded' },
+  413: { description: '`image_too_large`: an image is over 15 MB decoded or over 50 megapixels' },
   503: { description: '`generation_unavailable`: the workflow could not be started; nothing was held' },
 };
 

@@ -77,6 +77,15 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     assert.ok(differingBits(names[0], names[1]) > 16, 'the names of consecutive actions are unrelated');
   });
 
+  it('generateAsset refuses, without retry, an input of more than 50 megapixels instead of decoding it', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const key = `inputs/huge-${Date.now()}.jpg`;
+    await store.put(key, await sharp({ create: { width: 7100, height: 7100, channels: 3, background: '#808080' } }).jpeg().toBuffer());
+    const actionId = await placeAction(db, accountId, { inputs: [key] });
+    await assert.rejects(run('generateAsset', actionId), (err: unknown) =>
+      err instanceof ApplicationFailure && err.nonRetryable === true && /pixel limit/.test(err.message));
+  });
+
   it('generateAsset turns an undecodable input into a non-retryable ProviderRefused failure', async () => {
     const { accountId } = await newAccount(db, 10);
     const key = `inputs/garbage-${Date.now()}.jpg`;

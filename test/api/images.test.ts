@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import { heicToJpeg } from '../../api/heic-converter';
 import { OutboundPolicy } from '../../src/net/outbound';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
+import { largeHeic } from '../support/heic';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { Stack, startStack } from '../support/stack';
 
@@ -110,6 +112,36 @@ describe('image inputs over HTTP', function () {
     assert.match(action.params.inputs[0], /\.jpg$/);
     assert.equal((await sharp(await stack.store.read(action.params.inputs[0])).metadata()).format, 'jpeg');
     assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+  });
+
+  it('converts a large HEIC off the event loop: the API answers /healthz while the conversion runs', async () => {
+    const heic = largeHeic(16, 16); // 5120x5120
+    let converted = false;
+    const conversion = heicToJpeg(heic).finally(() => {
+      converted = true;
+    });
+    const health = await fetch(`${stack.baseUrl}/healthz`);
+    assert.equal(health.status, 200);
+    assert.equal(converted, false, '/healthz was answered before the conversion ended');
+    const meta = await sharp(await conversion).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 5120, 5120]);
+
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const upload = await call('POST', `${V1}/upload`, { image: { data: heic.toString('base64') } });
+    assert.equal(upload.status, 201, JSON.stringify(upload.body));
+  });
+
+  it('refuses an image over 50 megapixels from its header, HEIC included: 413 image_too_large, nothing held', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const jpeg = await sharp({ create: { width: 7100, height: 7100, channels: 3, background: '#808080' } }).jpeg().toBuffer();
+    for (const [bytes, size] of [[jpeg, '7100x7100'], [largeHeic(23, 23), '7360x7360']] as const) {
+      const data = bytes.toString('base64');
+      for (const res of [await generate(call, { data }), await call('POST', `${V1}/upload`, { image: { data } })]) {
+        assert.deepEqual([res.status, res.body.detail?.error], [413, 'image_too_large'], JSON.stringify(res.body));
+        assert.match(res.body.detail.message, new RegExp(`is ${size} pixels; the limit is 50000000 pixels`));
+      }
+    }
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
   });
 
   it('accepts PNG and WebP whatever media_type says', async () => {

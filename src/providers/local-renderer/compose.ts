@@ -1,5 +1,6 @@
 /** Shared pieces of the local renderer: decoding, sizes, colours and SVG text. */
 import sharp from 'sharp';
+import { MAX_IMAGE_PIXELS } from '../../domain/image-limits';
 import { ProviderError } from '../provider';
 
 export const LONG_SIDE = { '1K': 1024, '2K': 2048, '4K': 4096 } as const;
@@ -11,13 +12,13 @@ export function dimensionsFor(aspectRatio: string, longSide: number): { width: n
 }
 
 /**
- * Runs `use` on an input image. Any failure to decode it (not an image, or corrupt or truncated data behind an
- * intact header, which only shows once the pixels are read) is a permanent refusal: the same bytes would fail the
- * same way on every attempt.
+ * Runs `use` on an input image, decoding at most MAX_IMAGE_PIXELS. Any failure to decode it (not an image, too
+ * many pixels, or corrupt or truncated data behind an intact header, which only shows once the pixels are read) is
+ * a permanent refusal: the same bytes would fail the same way on every attempt.
  */
 export async function decodeInput<T>(image: Buffer, use: (pipeline: sharp.Sharp) => Promise<T>): Promise<T> {
   try {
-    return await use(sharp(image, { failOn: 'error' }));
+    return await use(sharp(image, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }));
   } catch (err) {
     throw new ProviderError(`The image cannot be decoded: ${(err as Error).message}`, 'invalid_image', false);
   }
