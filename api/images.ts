@@ -122,12 +122,15 @@ export function imageReader({ db, store, outbound }: Pick<ApiServices, 'db' | 's
   };
 }
 
-/** Stores checked images that are not stored yet and answers their keys, in order. */
-export async function storeImages({ store }: Pick<ApiServices, 'store'>, images: CheckedImage[]): Promise<string[]> {
-  return Promise.all(images.map(async (image) => {
-    if (image.storedKey) return image.storedKey;
-    const key = inputKey(image);
-    await store.put(key, image.bytes);
-    return key;
-  }));
+/** The stored keys of checked images, in order: computed from the bytes, so nothing needs to be stored first. */
+export function inputKeys(images: CheckedImage[]): string[] {
+  return images.map((image) => image.storedKey ?? inputKey(image));
+}
+
+/**
+ * Stores the images that are not stored yet, under their `inputKeys`. Called once the action and its hold are
+ * committed, so that a refused request (402, a conflict) leaves nothing on disk.
+ */
+export async function storeInputs({ store }: Pick<ApiServices, 'store'>, images: CheckedImage[]): Promise<void> {
+  await Promise.all(images.filter((image) => !image.storedKey).map((image) => store.put(inputKey(image), image.bytes)));
 }

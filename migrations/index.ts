@@ -3,8 +3,10 @@ import { IdempotencyKeys1732300000001 } from './1732300000001-IdempotencyKeys';
 import { Uploads1732300000002 } from './1732300000002-Uploads';
 import { Webhooks1732300000003 } from './1732300000003-Webhooks';
 import { Jobs1732300000004 } from './1732300000004-Jobs';
+import { ActionParamsIndex1732300000005 } from './1732300000005-ActionParamsIndex';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
   InitialSchema1732300000000, IdempotencyKeys1732300000001, Uploads1732300000002, Webhooks1732300000003, Jobs1732300000004,
+  ActionParamsIndex1732300000005,
 ];

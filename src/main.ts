@@ -13,6 +13,7 @@ import { log } from './log';
 import { LocalRenderer } from './providers/local-renderer';
 import { OutboundPolicy } from './net/outbound';
 import { FileAssetStore } from './storage/asset-store';
+import { purgeUnreferencedInputs } from './storage/purge-inputs';
 import { UrlSigner } from './storage/signed-urls';
 import { loadSecret, SecretBox } from './secrets';
 import { connectClient } from './temporal/client';
@@ -60,6 +61,8 @@ async function main(mode: Mode): Promise<void> {
     const recover = () => void recoverPendingActions(db, temporal, config).catch((err) => log.warn('pending-action recovery failed', { error: String(err) }));
     recover();
     setInterval(recover, 60_000).unref(); // also covers API processes that die while this worker keeps running
+    const purge = () => void purgeUnreferencedInputs(db, store).catch((err) => log.warn('input purge failed', { error: String(err) }));
+    setInterval(purge, 10 * 60_000).unref();
     log.info('worker running', { taskQueue: config.taskQueue, temporal: address });
   }
 

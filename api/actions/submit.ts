@@ -12,6 +12,7 @@ import { log } from '../../src/log';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import type { JobType } from '../../src/domain/jobs';
 import { generationUnavailable, insufficientTokens } from '../errors';
+import { CheckedImage, storeInputs } from '../images';
 import { ProjectHints, resolveProject } from '../grouping';
 import { claimKey, findReplay, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse } from '../idempotency';
 import type { ApiServices, Caller } from '../services';
@@ -34,6 +35,8 @@ export interface NewAction<R> {
   clientGroupId?: string;
   webhookUrl?: string;
   idempotency?: IdempotencyClaim;
+  /** Images named in `params` that are not stored yet: stored after the commit, before the workflow starts. */
+  inputs?: CheckedImage[];
   /** Set for a v2 job: its row is written in the same transaction and the job workflow runs the action. */
   job?: { id: string; type: JobType };
   /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
@@ -78,6 +81,7 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
   });
 
   try {
+    await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
     if (spec.job) {
       await startJobWorkflow(temporal, config, { jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId: spec.caller.accountId });
     } else {

@@ -140,10 +140,10 @@ export function jobRoutes(services: ApiServices): Route[] {
         const caller = ctx.state.caller as Caller;
         const { claim, done } = await kit.replayed(ctx, 'v2:generation.execute', body);
         if (done) return;
-        const { found, price, params } = await kit.preparePhoto(ctx, body, caller);
+        const { found, price, params, images } = await kit.preparePhoto(ctx, body, caller);
         const jobId = randomUUID();
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'photo', price, params, idempotency: claim,
+          caller, type: 'generate', product: 'photo', price, params, inputs: images, idempotency: claim,
           job: { id: jobId, type: 'generation.execute' },
           placement: kit.newCard({ aspect_ratio: body.aspect_ratio }, found, 'api_v2'),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { heicToJpeg } from '../../api/heic-converter';
+import { inputKey } from '../../api/images';
 import { OutboundPolicy } from '../../src/net/outbound';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
@@ -206,6 +207,53 @@ describe('image inputs over HTTP', function () {
     });
   });
 
+  describe('storing inputs', () => {
+    const stored = async (bytes: Buffer) => (await stack.store.open(inputKey({ bytes, format: 'jpeg' }))) !== undefined;
+
+    it('a request refused for want of sparks (402) stores none of its images, v1 and v2 alike', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 0)).apiKey);
+      const images = await Promise.all([1, 2, 3, 4, 5, 6, 7].map(() => noiseImage('jpeg', 400, 400)));
+      const data = images.map((bytes) => ({ data: bytes.toString('base64') }));
+      const refused = [
+        await call('POST', `${V1}/generate/photo`, { images: [data[0]], product_name: 'Bag', category_id: 'wearables' }),
+        await call('POST', '/api/v2/jobs/generate', { images: [data[1]], product_name: 'Bag', category_id: 'wearables' }),
+        await call('POST', `${V1}/generate/card`, { images: [data[2]], design_reference_image: data[3], product_name: 'Bag', category_id: 'wearables' }),
+        await call('POST', `${V1}/generate/video`, { image: data[4], final_frame: data[5] }),
+        await call('POST', `${V1}/generate/photo`, { images: [data[6]] }),
+      ];
+      for (const res of refused) assert.deepEqual([res.status, res.body.detail?.error], [402, 'insufficient_tokens'], JSON.stringify(res.body));
+      for (const [i, bytes] of images.entries()) assert.equal(await stored(bytes), false, `image ${i} was not stored`);
+    });
+
+    it('an accepted request stores its images before its workflow starts', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const [photo, final] = [await noiseImage('jpeg', 400, 400), await noiseImage('jpeg', 400, 400)];
+      const res = await call('POST', `${V1}/generate/video`, { image: { data: photo.toString('base64') }, final_frame: { data: final.toString('base64') } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual([await stored(photo), await stored(final)], [true, true]);
+      assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+    });
+
+    it('when the images cannot be stored, the request is refused like a failed start: 503, hold released, action failed', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const put = stack.store.put;
+      stack.store.put = async () => {
+        throw new Error('no space left on device');
+      };
+      try {
+        const res = await generate(call, { data: (await noiseImage('jpeg', 400, 400)).toString('base64') });
+        assert.deepEqual([res.status, res.body.detail?.error], [503, 'generation_unavailable'], JSON.stringify(res.body));
+      } finally {
+        stack.store.put = put;
+      }
+      const [action] = await stack.db.query('SELECT status FROM actions WHERE account_id = $1', [accountId]);
+      assert.equal(action.status, 'failed');
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      await assertMoneyConsistent(stack.db, accountId);
+    });
+  });
+
   describe('uploads', () => {
     it('POST /upload gives an upl_ id for an hour that generation accepts in `data`', async () => {
       const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
@@ -241,6 +289,11 @@ describe('image inputs over HTTP', function () {
       assert.equal(refused[0].body.detail.error, 'upload_limit_exceeded');
       assert.equal(refused[0].body.detail.details.limit, 20);
       assert.ok(Number(refused[0].headers.get('retry-after')) > 3500);
+
+      const extra = await noiseImage('jpeg', 400, 400);
+      const over = await call('POST', `${V1}/upload`, { image: { data: extra.toString('base64') } });
+      assert.equal(over.status, 429);
+      assert.equal(await stack.store.open(inputKey({ bytes: extra, format: 'jpeg' })), undefined, 'a refused upload stores nothing');
     });
 
     it('refuses what is not an image (400) and what is too large (413)', async () => {
