@@ -15,7 +15,8 @@ function converterThread(): Worker {
   if (!thread) {
     const started = new Worker(path.join(__dirname, 'heic-converter-thread.js'));
     started.unref();
-    // A conversion in flight gets the error too; this listener keeps an idle thread's failure from crashing the process.
+    // A conversion in flight gets the error too; this listener keeps an idle thread's failure from crashing
+    // the process.
     started.on('error', (err) => log.warn('HEIC converter thread failed', { error: err.message }));
     started.once('exit', () => {
       if (thread === started) thread = undefined;

@@ -1,7 +1,8 @@
 /**
  * Turns an ImageInput (HTTPS `url`, base64 `data`, or an `upl_` id in `data`) into checked bytes: size and pixel
- * count capped before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC converted to
- * JPEG on arrival, and every pixel decoded once to prove the image is usable before anything is held or stored.
+ * count capped before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC
+ * converted to JPEG on arrival, and every pixel decoded once to prove the image is usable before anything is held
+ * or stored.
  */
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';

@@ -1,6 +1,7 @@
 /**
  * POST /generate/photo, /generate/card and /generate/video: validate, read the images, detect what is missing,
- * price, then submit (one transaction for card, action and hold; then the images are stored and the workflow starts).
+ * price, then submit (one transaction for card, action and hold; then the images are stored and the workflow
+ * starts).
  */
 import type { Context } from 'koa';
 import type { CardParams, PhotoParams, VideoParams } from '../../src/domain/action-params';
@@ -27,7 +28,7 @@ export const ERRORS: Record<number, RouteResponse> = {
   404: { description: '`not_found`: project_id does not exist' },
   409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
   413: { description: '`image_too_large`: an image is over 15 MB decoded or over 50 megapixels' },
-  503: { description: '`generation_unavailable`: the workflow could not be started; nothing was held' },
+  503: { description: '`generation_unavailable`: the images could not be stored or the workflow could not be started; nothing was held' },
 };
 
 interface Detected { categoryId: string; conceptId: string; productName: string; qualities?: string[]; detected: boolean }
@@ -92,7 +93,7 @@ export function generationKit(services: ApiServices) {
     detected,
   });
 
-  /** A photo request made ready to submit: images read (stored by submitAction), fields detected, price and params set. */
+  /** A photo request made ready to submit: images read (submitAction stores them), fields detected, price and params set. */
   async function preparePhoto(ctx: Context, body: PhotoRequest, caller: Caller) {
     const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
     const images = await readImages(body.images, 'images', caller);
@@ -159,7 +160,8 @@ export function generateRoutes(services: ApiServices): Route[] {
         const reference = body.design_reference_image ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId) : undefined;
         const found = await detect(images, locale, body, body.concept_id, body.user_text === undefined);
         const params: CardParams = {
-          inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0], productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
+          inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0],
+          productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
           userText: body.user_text ?? found.qualities!.join('\n'), style: body.style,
           designKey: body.style === 'infographic' ? body.design_key : undefined,
           creativity: body.style === 'infographic' ? body.creativity : 0, aspectRatio: body.aspect_ratio, locale,
@@ -195,8 +197,8 @@ export function generateRoutes(services: ApiServices): Route[] {
         const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
         const prices = await readPriceList(db.manager);
         const params: VideoParams = {
-          input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario, durationSec: body.duration_sec, loopMode: body.loop_mode,
-          cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
+          input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario,
+          durationSec: body.duration_sec, loopMode: body.loop_mode, cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
         };
         const response = await submitAction(services, {
           caller, type: 'video', product: 'video', price: body.duration_sec === 10 ? prices.video_10sec : prices.video_5sec,
