@@ -2,6 +2,7 @@
  * The provider call: load the action's inputs, render with the provider, store the result. The bytes never pass
  * through Temporal; the activity returns the stored asset's key.
  */
+import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Action } from '../src/db/entities';
 import type { ActionProduct } from '../src/db/entities/action';
@@ -34,6 +35,13 @@ function toFailure(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Where a result is stored: under its action, with 128 random bits in the name, so that a key (and a signed URL
+ * for it) cannot be derived from an action id, even by someone who holds the signing secret.
+ */
+const resultKey = (actionId: number, extension: string): string =>
+  `results/${actionId}/${randomBytes(16).toString('hex')}.${extension}`;
+
 type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal) => Promise<RenderedAsset> };
 
 export function createGenerateAssetActivities({ db, store, provider }: ActivityDeps) {
@@ -55,7 +63,7 @@ export function createGenerateAssetActivities({ db, store, provider }: ActivityD
       try {
         const renderer = render[action.product] as (params: unknown, signal: AbortSignal) => Promise<RenderedAsset>;
         const rendered = await heartbeating(renderer(action.params, Context.current().cancellationSignal));
-        const key = `results/${actionId}.${rendered.extension}`;
+        const key = resultKey(actionId, rendered.extension);
         await store.put(key, rendered.bytes);
         return key;
       } catch (err) {

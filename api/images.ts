@@ -1,14 +1,16 @@
 /**
- * Turns an ImageInput (HTTPS `url`, base64 `data`, or an `upl_` id in `data`) into checked bytes: size capped
- * before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC converted to
- * JPEG on arrival, and the pixels decoded once to prove the image is usable.
+ * Turns an ImageInput (HTTPS `url`, base64 `data`, or an `upl_` id in `data`) into checked bytes: size and pixel
+ * count capped before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC
+ * converted to JPEG on arrival, and every pixel decoded once to prove the image is usable before anything is held
+ * or stored.
  */
 import { createHash } from 'node:crypto';
-import convertHeic from 'heic-convert';
 import sharp from 'sharp';
 import { sqlRow } from '../src/db/sql';
+import { MAX_IMAGE_PIXELS } from '../src/domain/image-limits';
 import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../src/net/outbound';
 import { AppError, badRequest, imageTooLarge } from './errors';
+import { heicToJpeg } from './heic-converter';
 import type { ApiServices } from './services';
 
 export const MAX_IMAGE_BYTES = 15 * 1024 * 1024;
@@ -47,27 +49,41 @@ export function decodeBase64Image(text: string, where: string): Buffer {
   return Buffer.from(payload, 'base64');
 }
 
-/** Sniffs, converts HEIC, and decodes once; 400 for anything that is not a usable JPEG, PNG, WebP or HEIC. */
+/**
+ * Sniffs, checks the pixel count from the header, converts HEIC (on a worker thread), and decodes every pixel once;
+ * 413 over MAX_IMAGE_PIXELS, 400 for anything that is not a usable JPEG, PNG, WebP or HEIC.
+ */
 export async function checkImage(original: Buffer, where: string): Promise<CheckedImage> {
   if (original.length > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${original.length} bytes; the limit is ${MAX_IMAGE_BYTES}`);
   const sniffed = sniffImageFormat(original);
   if (!sniffed) throw badRequest(`${where} is not a JPEG, PNG, WebP or HEIC image`);
+  const undecodable = (err: unknown, format: ImageFormat) =>
+    badRequest(`${where} cannot be decoded as ${format.toUpperCase()} (${(err as Error).message})`);
+
+  // The header alone gives the size; for HEIC too, since sharp reads the HEIF container without an HEVC decoder.
+  const header = await sharp(original, { failOn: 'error', limitInputPixels: false }).metadata().catch((err) => {
+    throw undecodable(err, sniffed);
+  });
+  if ((header.width ?? 0) * (header.height ?? 0) > MAX_IMAGE_PIXELS) {
+    throw imageTooLarge(`${where} is ${header.width}x${header.height} pixels; the limit is ${MAX_IMAGE_PIXELS} pixels`);
+  }
   let bytes = original;
   let format = sniffed;
   if (sniffed === 'heic') {
-    try {
-      bytes = Buffer.from(await convertHeic({ buffer: original, format: 'JPEG', quality: 0.92 }));
-      format = 'jpeg';
-    } catch {
-      throw badRequest(`${where} cannot be decoded as HEIC`);
-    }
+    bytes = await heicToJpeg(original).catch((err) => {
+      throw undecodable(err, 'heic');
+    });
+    format = 'jpeg';
   }
   try {
-    const meta = await sharp(bytes, { failOn: 'error' }).metadata();
+    const image = sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS });
+    const meta = await image.metadata();
     if (!meta.width || !meta.height) throw new Error('no dimensions');
+    // Every pixel is decoded: a header can be intact in front of truncated or corrupt data.
+    await image.stats();
     return { bytes, format: format as CheckedImage['format'], width: meta.width, height: meta.height };
-  } catch {
-    throw badRequest(`${where} cannot be decoded as ${format.toUpperCase()}`);
+  } catch (err) {
+    throw undecodable(err, format);
   }
 }
 
@@ -107,12 +123,15 @@ export function imageReader({ db, store, outbound }: Pick<ApiServices, 'db' | 's
   };
 }
 
-/** Stores checked images that are not stored yet and answers their keys, in order. */
-export async function storeImages({ store }: Pick<ApiServices, 'store'>, images: CheckedImage[]): Promise<string[]> {
-  return Promise.all(images.map(async (image) => {
-    if (image.storedKey) return image.storedKey;
-    const key = inputKey(image);
-    await store.put(key, image.bytes);
-    return key;
-  }));
+/** The stored keys of checked images, in order: computed from the bytes, so nothing needs to be stored first. */
+export function inputKeys(images: CheckedImage[]): string[] {
+  return images.map((image) => image.storedKey ?? inputKey(image));
+}
+
+/**
+ * Stores the images that are not stored yet, under their `inputKeys`. Called once the action and its hold are
+ * committed, so that a refused request (402, a conflict) leaves nothing on disk.
+ */
+export async function storeInputs({ store }: Pick<ApiServices, 'store'>, images: CheckedImage[]): Promise<void> {
+  await Promise.all(images.filter((image) => !image.storedKey).map((image) => store.put(inputKey(image), image.bytes)));
 }

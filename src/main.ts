@@ -13,6 +13,7 @@ import { log } from './log';
 import { LocalRenderer } from './providers/local-renderer';
 import { OutboundPolicy } from './net/outbound';
 import { FileAssetStore } from './storage/asset-store';
+import { purgeUnreferencedInputs } from './storage/purge-inputs';
 import { UrlSigner } from './storage/signed-urls';
 import { loadSecret, SecretBox } from './secrets';
 import { connectClient } from './temporal/client';
@@ -61,6 +62,8 @@ async function main(mode: Mode): Promise<void> {
     const reconcilePass = () => void reconcile(db, temporal, { taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds });
     reconcilePass();
     setInterval(reconcilePass, 60_000).unref();
+    const purge = () => void purgeUnreferencedInputs(db, store).catch((err) => log.warn('input purge failed', { error: String(err) }));
+    setInterval(purge, 10 * 60_000).unref();
     log.info('worker running', { taskQueue: config.taskQueue, temporal: address });
   }
 

@@ -12,6 +12,7 @@ import { log } from '../../src/log';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import type { JobType } from '../../src/domain/jobs';
 import { generationUnavailable, insufficientTokens } from '../errors';
+import { CheckedImage, storeInputs } from '../images';
 import { ProjectHints, resolveProject } from '../grouping';
 import {
   awaitStartSettled, claimKey, findReplay, IdempotencyClaim, IdempotentReplay, readIdempotencyKey, recordResponse, StoredResponse,
@@ -36,8 +37,12 @@ export interface NewAction<R> {
   clientGroupId?: string;
   webhookUrl?: string;
   idempotency?: IdempotencyClaim;
+  /** Images named in `params` that are not stored yet: stored after the commit, before the workflow starts. */
+  inputs?: CheckedImage[];
   /** Set for a v2 job: its row is written in the same transaction and the job workflow runs the action. */
   job?: { id: string; type: JobType };
+  /** The success status (200 for v1, 202 for v2 jobs), stored with the response so repeats get it too. */
+  status?: number;
   /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
   respond(placed: PlacedAction): R;
 }
@@ -74,7 +79,7 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
         [spec.job.id, spec.caller.accountId, action!.id, spec.job.type]);
     }
     const placed: PlacedAction = { actionId: action!.id, projectId: where.projectId, cardId: where.cardId };
-    const response: StoredResponse = { status: 200, body: spec.respond(placed) };
+    const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
     if (spec.idempotency) await recordResponse(m, spec.idempotency, response, placed.actionId);
     return { placed, response };
   });
@@ -82,13 +87,14 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
   // Committed as `starting`: the action is accepted only once its workflow has started and that is confirmed.
   // Until then a repeat of its Idempotency-Key waits, and the reconciler abandons a start that never happened.
   try {
+    await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
     if (spec.job) {
       await startJobWorkflow(temporal, config, { jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId: spec.caller.accountId });
     } else {
       await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
     }
   } catch (err) {
-    log.error('could not start action workflow', { actionId: placed.actionId, error: (err as Error).message });
+    log.error('could not store the inputs or start the workflow', { actionId: placed.actionId, error: (err as Error).message });
     // Temporal is unreachable: release and fail it now. If even that fails, it stays `starting` and the
     // reconciler abandons it: either way it never runs and nothing is charged, as the 503 says.
     await db.transaction((m) => abandonStart(m, placed.actionId))

@@ -1,6 +1,7 @@
 /**
  * POST /generate/photo, /generate/card and /generate/video: validate, read the images, detect what is missing,
- * price, then submit (one transaction for card, action and hold; then the workflow).
+ * price, then submit (one transaction for card, action and hold; then the images are stored and the workflow
+ * starts).
  */
 import type { Context } from 'koa';
 import type { CardParams, PhotoParams, VideoParams } from '../../src/domain/action-params';
@@ -9,7 +10,7 @@ import { photoPrice, readPriceList } from '../../src/domain/pricing';
 import { answerRepeat, Placement, send, submitAction, V1_PREFIX } from '../actions/submit';
 import { AppError, badRequest, unsupportedParameter } from '../errors';
 import { idempotencyHeader } from '../idempotency';
-import { CheckedImage, ImageInput, imageReader, storeImages } from '../images';
+import { CheckedImage, ImageInput, imageReader, inputKeys } from '../images';
 import { Locale, resolveLocale } from '../locale';
 import type { Route, RouteResponse } from '../route';
 import { CardRequest, cardRequestSchema, PhotoRequest, photoRequestSchema, VideoRequest, videoRequestSchema } from '../schemas/generate';
@@ -26,8 +27,8 @@ export const ERRORS: Record<number, RouteResponse> = {
   403: { description: '`forbidden`: project_id belongs to another account' },
   404: { description: '`not_found`: project_id does not exist' },
   409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
-  413: { description: '`image_too_large`: an image is over 15 MB decoded' },
-  503: { description: '`generation_unavailable`: the workflow could not be started; nothing was held' },
+  413: { description: '`image_too_large`: an image is over 15 MB decoded or over 50 megapixels' },
+  503: { description: '`generation_unavailable`: the images could not be stored or the workflow could not be started; nothing was held' },
 };
 
 interface Detected { categoryId: string; conceptId: string; productName: string; qualities?: string[]; detected: boolean }
@@ -92,18 +93,18 @@ export function generationKit(services: ApiServices) {
     detected,
   });
 
-  /** A photo request made ready to submit: images read and stored, fields detected, price and params set. */
+  /** A photo request made ready to submit: images read (submitAction stores them), fields detected, price and params set. */
   async function preparePhoto(ctx: Context, body: PhotoRequest, caller: Caller) {
     const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
     const images = await readImages(body.images, 'images', caller);
     const found = await detect(images, locale, body, undefined);
     const price = photoPrice(await readPriceList(db.manager), body.resolution);
     const params: PhotoParams = {
-      inputs: await storeImages(services, images), productName: found.productName, categoryId: found.categoryId,
+      inputs: inputKeys(images), productName: found.productName, categoryId: found.categoryId,
       conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
       resolution: body.resolution, comment: body.comment,
     };
-    return { found, price, params };
+    return { found, price, params, images };
   }
 
   return { readImage, readImages, detect, detectedView, replayed, newCard, generationResponse, preparePhoto };
@@ -123,9 +124,9 @@ export function generateRoutes(services: ApiServices): Route[] {
         const caller = ctx.state.caller as Caller;
         const { claim, done } = await replayed(ctx, 'v1:generate/photo', body);
         if (done) return;
-        const { found, price, params } = await preparePhoto(ctx, body, caller);
+        const { found, price, params, images } = await preparePhoto(ctx, body, caller);
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'photo', price, params, idempotency: claim,
+          caller, type: 'generate', product: 'photo', price, params, inputs: images, idempotency: claim,
           placement: newCard(body, found),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
           respond: (placed) => generationResponse(placed, detectedView(found)),
@@ -158,15 +159,16 @@ export function generateRoutes(services: ApiServices): Route[] {
         const images = await readImages(body.images, 'images', caller);
         const reference = body.design_reference_image ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId) : undefined;
         const found = await detect(images, locale, body, body.concept_id, body.user_text === undefined);
-        const [inputs, [designReference]] = await Promise.all([storeImages(services, images), storeImages(services, reference ? [reference] : [])]);
         const params: CardParams = {
-          inputs, designReference, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
+          inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0],
+          productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
           userText: body.user_text ?? found.qualities!.join('\n'), style: body.style,
           designKey: body.style === 'infographic' ? body.design_key : undefined,
           creativity: body.style === 'infographic' ? body.creativity : 0, aspectRatio: body.aspect_ratio, locale,
         };
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'card', price: (await readPriceList(db.manager)).generation, params, idempotency: claim,
+          caller, type: 'generate', product: 'card', price: (await readPriceList(db.manager)).generation, params,
+          inputs: reference ? [...images, reference] : images, idempotency: claim,
           placement: newCard(body, found),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
           respond: (placed) => ({ ...generationResponse(placed, detectedView(found)), style: body.style }),
@@ -193,15 +195,14 @@ export function generateRoutes(services: ApiServices): Route[] {
           throw new AppError(400, 'image_too_small', `image is ${image.width}x${image.height}; a video needs at least ${MIN_VIDEO_SIDE}x${MIN_VIDEO_SIDE}`);
         }
         const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
-        const [[input], [finalFrame]] = await Promise.all([storeImages(services, [image]), storeImages(services, final ? [final] : [])]);
         const prices = await readPriceList(db.manager);
         const params: VideoParams = {
-          input, finalFrame, scenario: body.scenario, durationSec: body.duration_sec, loopMode: body.loop_mode,
-          cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
+          input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario,
+          durationSec: body.duration_sec, loopMode: body.loop_mode, cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
         };
         const response = await submitAction(services, {
           caller, type: 'video', product: 'video', price: body.duration_sec === 10 ? prices.video_10sec : prices.video_5sec,
-          params, idempotency: claim,
+          params, inputs: final ? [image, final] : [image], idempotency: claim,
           placement: {
             kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'video',
             hints: { name: null, productName: null, categoryId: null, conceptId: null },

@@ -119,16 +119,16 @@ export function jobRoutes(services: ApiServices): Route[] {
         const caller = ctx.state.caller as Caller;
         const { claim, done } = await kit.replayed(ctx, 'v2:generation.execute', body);
         if (done) return;
-        const { found, price, params } = await kit.preparePhoto(ctx, body, caller);
+        const { found, price, params, images } = await kit.preparePhoto(ctx, body, caller);
         const jobId = randomUUID();
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'photo', price, params, idempotency: claim,
-          job: { id: jobId, type: 'generation.execute' },
+          caller, type: 'generate', product: 'photo', price, params, inputs: images, idempotency: claim,
+          job: { id: jobId, type: 'generation.execute' }, status: 202,
           placement: kit.newCard({ aspect_ratio: body.aspect_ratio }, found, 'api_v2'),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
           respond: (placed) => createdJob(jobId, 'generation.execute', placed.actionId, 'photo'),
         });
-        send(ctx, { ...response, status: 202 }, response.replayed);
+        send(ctx, response, response.replayed);
       },
     },
     {
@@ -159,11 +159,11 @@ export function jobRoutes(services: ApiServices): Route[] {
         const jobId = randomUUID();
         const response = await submitAction(services, {
           caller, type: 'edit', product: 'edit', price: (await readPriceList(db.manager)).improvement, params, idempotency: claim,
-          job: { id: jobId, type: 'edit.execute' }, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
+          job: { id: jobId, type: 'edit.execute' }, status: 202, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
           placement: newVersionOf(source),
           respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit'),
         });
-        send(ctx, { ...response, status: 202 }, response.replayed);
+        send(ctx, response, response.replayed);
       },
     },
     {

@@ -9,12 +9,14 @@ import { Activities, createActivities } from '../../activities';
 import { openDatabase } from '../../src/db/data-source';
 import { readBalance } from '../../src/domain/billing';
 import { LocalRenderer } from '../../src/providers/local-renderer';
-import { FileAssetStore } from '../../src/storage/asset-store';
+import { FileAssetStore, isValidAssetKey } from '../../src/storage/asset-store';
 import { FAILURE_TYPES } from '../../src/temporal/contract';
 import { quietLogger, testEnvironment } from '../support/environment';
 import { OutboundPolicy } from '../../src/net/outbound';
 import { TEST_SECRETS } from '../support/stack';
 import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
+
+const popcount = (byte: number) => byte.toString(2).replace(/0/g, '').length;
 
 describe('action activities (real Postgres, MockActivityEnvironment)', () => {
   let db: DataSource;
@@ -54,9 +56,34 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     const { accountId } = await newAccount(db, 10);
     const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], params: { resolution: '1K', aspectRatio: '16:9' } });
     const key = await run('generateAsset', actionId);
-    assert.equal(key, `results/${actionId}.jpg`);
+    assert.match(key, new RegExp(`^results/${actionId}/[0-9a-f]{32}\\.jpg$`));
     const meta = await sharp(await store.read(key)).metadata();
     assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 1024, 576]);
+  });
+
+  it('generateAsset stores each result under 128 random bits, so its key cannot be derived from the action id', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const input = await storedInput();
+    const [first, second] = [await placeAction(db, accountId, { inputs: [input] }), await placeAction(db, accountId, { inputs: [input] })];
+    const keys = [await run('generateAsset', first), await run('generateAsset', second), await run('generateAsset', first)];
+    const names = keys.map((key, i) => {
+      const [, actionId, name] = /^results\/(\d+)\/([0-9a-f]{32})\.jpg$/.exec(key) ?? [];
+      assert.equal(Number(actionId), [first, second, first][i], key);
+      assert.ok(isValidAssetKey(key), key);
+      return name;
+    });
+    assert.equal(new Set(names).size, 3, 'a retried render gets a new name too');
+    const differingBits = (a: string, b: string) => [...Buffer.from(a, 'hex')].reduce((n, byte, i) => n + popcount(byte ^ Buffer.from(b, 'hex')[i]), 0);
+    assert.ok(differingBits(names[0], names[1]) > 16, 'the names of consecutive actions are unrelated');
+  });
+
+  it('generateAsset refuses, without retry, an input of more than 50 megapixels instead of decoding it', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const key = `inputs/huge-${Date.now()}.jpg`;
+    await store.put(key, await sharp({ create: { width: 7100, height: 7100, channels: 3, background: '#808080' } }).jpeg().toBuffer());
+    const actionId = await placeAction(db, accountId, { inputs: [key] });
+    await assert.rejects(run('generateAsset', actionId), (err: unknown) =>
+      err instanceof ApplicationFailure && err.nonRetryable === true && /pixel limit/.test(err.message));
   });
 
   it('generateAsset turns an undecodable input into a non-retryable ProviderRefused failure', async () => {

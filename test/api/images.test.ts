@@ -2,9 +2,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import { heicToJpeg } from '../../api/heic-converter';
+import { inputKey } from '../../api/images';
 import { OutboundPolicy } from '../../src/net/outbound';
-import { actionWorkflowId } from '../../src/temporal/contract';
-import { apiClient, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
+import { largeHeic } from '../support/heic';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { Stack, startStack } from '../support/stack';
 
@@ -112,12 +115,143 @@ describe('image inputs over HTTP', function () {
     assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
   });
 
+  it('converts a large HEIC off the event loop: the API answers /healthz while the conversion runs', async () => {
+    const heic = largeHeic(16, 16); // 5120x5120
+    let converted = false;
+    const conversion = heicToJpeg(heic).finally(() => {
+      converted = true;
+    });
+    const health = await fetch(`${stack.baseUrl}/healthz`);
+    assert.equal(health.status, 200);
+    assert.equal(converted, false, '/healthz was answered before the conversion ended');
+    const meta = await sharp(await conversion).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 5120, 5120]);
+
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const upload = await call('POST', `${V1}/upload`, { image: { data: heic.toString('base64') } });
+    assert.equal(upload.status, 201, JSON.stringify(upload.body));
+  });
+
+  it('refuses an image over 50 megapixels from its header, HEIC included: 413 image_too_large, nothing held', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const jpeg = await sharp({ create: { width: 7100, height: 7100, channels: 3, background: '#808080' } }).jpeg().toBuffer();
+    for (const [bytes, size] of [[jpeg, '7100x7100'], [largeHeic(23, 23), '7360x7360']] as const) {
+      const data = bytes.toString('base64');
+      for (const res of [await generate(call, { data }), await call('POST', `${V1}/upload`, { image: { data } })]) {
+        assert.deepEqual([res.status, res.body.detail?.error], [413, 'image_too_large'], JSON.stringify(res.body));
+        assert.match(res.body.detail.message, new RegExp(`is ${size} pixels; the limit is 50000000 pixels`));
+      }
+    }
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+  });
+
   it('accepts PNG and WebP whatever media_type says', async () => {
     const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
     for (const bytes of [await sharp(jpeg).png().toBuffer(), await sharp(jpeg).webp().toBuffer()]) {
       const res = await generate(call, { data: bytes.toString('base64'), media_type: 'image/gif' });
       assert.equal(res.status, 200);
     }
+  });
+
+  describe('truncated images', () => {
+    it('are 400 invalid_request before anything is held, whether or not the fields to detect were sent', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      for (const format of ['jpeg', 'png', 'webp'] as const) {
+        const data = truncatedImage(await noiseImage(format)).toString('base64');
+        for (const body of [{ images: [{ data }], product_name: 'Bag', category_id: 'wearables' }, { images: [{ data }] }]) {
+          const res = await call('POST', `${V1}/generate/photo`, body);
+          assert.deepEqual([res.status, res.body.detail?.error], [400, 'invalid_request'], `${format}: ${JSON.stringify(res.body)}`);
+          assert.match(res.body.detail.message, new RegExp(`^images\\[0\\] cannot be decoded as ${format.toUpperCase()}`));
+        }
+        const upload = await call('POST', `${V1}/upload`, { image: { data } });
+        assert.deepEqual([upload.status, upload.body.detail?.error], [400, 'invalid_request'], format);
+      }
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]);
+      assert.equal(n, 0);
+    });
+
+    /** An upload whose stored file is damaged afterwards, behind the API's back: only the worker can find out. */
+    async function damagedUpload(call: ReturnType<typeof apiClient>): Promise<string> {
+      const good = await noiseImage('jpeg');
+      const { upload_id: uploadId } = (await call('POST', `${V1}/upload`, { image: { data: good.toString('base64') } })).body;
+      const [{ input_key: key }] = await stack.db.query('SELECT input_key FROM uploads WHERE id = $1', [uploadId]);
+      await stack.store.put(key, truncatedImage(good));
+      return uploadId;
+    }
+
+    it('a damaged stored input is a permanent failure: a v1 action fails after one attempt, a v2 job ends failed, not retryable', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+
+      const action = await generate(call, { data: await damagedUpload(call) });
+      assert.equal(action.status, 200, JSON.stringify(action.body));
+      const handle = stack.temporal.workflow.getHandle(actionWorkflowId(action.body.action_id));
+      const outcome = await handle.result();
+      assert.equal(outcome.status, 'failed');
+      assert.match((outcome as { error: string }).error, /^The image cannot be decoded/);
+      const events = (await handle.fetchHistory()).events!;
+      const render = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'generateAsset')!;
+      const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(render.eventId))!;
+      assert.equal(started.activityTaskStartedEventAttributes!.attempt, 1, 'tried once');
+
+      const job = (await call('POST', '/api/v2/jobs/generate', { images: [{ data: await damagedUpload(call) }], product_name: 'Bag', category_id: 'wearables' })).body;
+      assert.equal((await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).result()).status, 'failed');
+      const done = (await call('GET', job.status_url)).body;
+      assert.deepEqual([done.status, done.retryable, done.error_code], ['failed', false, 'invalid_image']);
+      assert.match(done.error_message, /^The image cannot be decoded/);
+
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      await assertMoneyConsistent(stack.db, accountId);
+    });
+  });
+
+  describe('storing inputs', () => {
+    const stored = async (bytes: Buffer) => (await stack.store.open(inputKey({ bytes, format: 'jpeg' }))) !== undefined;
+
+    it('a request refused for want of sparks (402) stores none of its images, v1 and v2 alike', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 0)).apiKey);
+      const images = await Promise.all([1, 2, 3, 4, 5, 6, 7].map(() => noiseImage('jpeg', 400, 400)));
+      const data = images.map((bytes) => ({ data: bytes.toString('base64') }));
+      const refused = [
+        await call('POST', `${V1}/generate/photo`, { images: [data[0]], product_name: 'Bag', category_id: 'wearables' }),
+        await call('POST', '/api/v2/jobs/generate', { images: [data[1]], product_name: 'Bag', category_id: 'wearables' }),
+        await call('POST', `${V1}/generate/card`, { images: [data[2]], design_reference_image: data[3], product_name: 'Bag', category_id: 'wearables' }),
+        await call('POST', `${V1}/generate/video`, { image: data[4], final_frame: data[5] }),
+        await call('POST', `${V1}/generate/photo`, { images: [data[6]] }),
+      ];
+      for (const res of refused) assert.deepEqual([res.status, res.body.detail?.error], [402, 'insufficient_tokens'], JSON.stringify(res.body));
+      for (const [i, bytes] of images.entries()) assert.equal(await stored(bytes), false, `image ${i} was not stored`);
+    });
+
+    it('an accepted request stores its images before its workflow starts', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const [photo, final] = [await noiseImage('jpeg', 400, 400), await noiseImage('jpeg', 400, 400)];
+      const res = await call('POST', `${V1}/generate/video`, { image: { data: photo.toString('base64') }, final_frame: { data: final.toString('base64') } });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual([await stored(photo), await stored(final)], [true, true]);
+      assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+    });
+
+    it('when the images cannot be stored, the request is refused like a failed start: 503, hold released, action failed', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const put = stack.store.put;
+      stack.store.put = async () => {
+        throw new Error('no space left on device');
+      };
+      try {
+        const res = await generate(call, { data: (await noiseImage('jpeg', 400, 400)).toString('base64') });
+        assert.deepEqual([res.status, res.body.detail?.error], [503, 'generation_unavailable'], JSON.stringify(res.body));
+      } finally {
+        stack.store.put = put;
+      }
+      const [action] = await stack.db.query('SELECT status FROM actions WHERE account_id = $1', [accountId]);
+      assert.equal(action.status, 'failed');
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      await assertMoneyConsistent(stack.db, accountId);
+    });
   });
 
   describe('uploads', () => {
@@ -155,6 +289,11 @@ describe('image inputs over HTTP', function () {
       assert.equal(refused[0].body.detail.error, 'upload_limit_exceeded');
       assert.equal(refused[0].body.detail.details.limit, 20);
       assert.ok(Number(refused[0].headers.get('retry-after')) > 3500);
+
+      const extra = await noiseImage('jpeg', 400, 400);
+      const over = await call('POST', `${V1}/upload`, { image: { data: extra.toString('base64') } });
+      assert.equal(over.status, 429);
+      assert.equal(await stack.store.open(inputKey({ bytes: extra, format: 'jpeg' })), undefined, 'a refused upload stores nothing');
     });
 
     it('refuses what is not an image (400) and what is too large (413)', async () => {

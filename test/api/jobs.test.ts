@@ -109,6 +109,8 @@ describe('v2 jobs over HTTP', function () {
       await finish(answers[0].body.job_id);
       const [{ jobs }] = await stack.db.query('SELECT count(*)::int AS jobs FROM jobs WHERE account_id = $1', [accountId]);
       assert.equal(jobs, 1);
+      const later = await call('POST', `${V2}/jobs/generate`, photo(), { 'Idempotency-Key': 'v2-burst' });
+      assert.deepEqual([later.status, later.headers.get('idempotent-replayed'), later.body.job_id], [202, 'true', answers[0].body.job_id], 'a later repeat is the same 202');
       const changed = await call('POST', `${V2}/jobs/generate`, { ...photo(), product_name: 'Other' }, { 'Idempotency-Key': 'v2-burst' });
       assert.deepEqual([changed.status, changed.body.detail.error], [409, 'idempotency_conflict']);
       assert.equal((await call('GET', `${V1}/balance`)).body.balance, 15);

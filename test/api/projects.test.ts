@@ -78,7 +78,8 @@ describe('projects and cards over HTTP', function () {
       [card.body.project_id, card.body.status, card.body.content_type, card.body.aspect_ratio, card.body.active_action_id],
       [project.id, 'completed', 'photo', '1:1', generated.action_id],
     );
-    assert.deepEqual(card.body.actions, [{ id: generated.action_id, type: 'generate', status: 'completed', depth: 0, parent_action_id: null, asset_path: `results/${generated.action_id}.jpg` }]);
+    assert.deepEqual(card.body.actions, [{ id: generated.action_id, type: 'generate', status: 'completed', depth: 0, parent_action_id: null, asset_path: card.body.actions[0]?.asset_path }]);
+    assert.match(card.body.actions[0].asset_path, new RegExp(`^results/${generated.action_id}/[0-9a-f]{32}\\.jpg$`));
 
     const detail = (await call('GET', `${V1}/projects/${project.id}`)).body;
     assert.deepEqual(detail.cards.map((c: { id: number }) => c.id), [generated.card_id]);

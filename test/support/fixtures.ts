@@ -13,6 +13,24 @@ export async function jpegBase64(width = 400, height = 500, colour = '#2a6fdb'):
   return bytes.toString('base64');
 }
 
+/** A photo of random noise (so each one is unique), in the given format. */
+export async function noiseImage(format: 'jpeg' | 'png' | 'webp' = 'jpeg', width = 480, height = 360): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })[format]().toBuffer();
+}
+
+/**
+ * The first half of an image, its header intact, as a broken upload or download leaves it (for WebP, the RIFF and
+ * VP8 sizes are rewritten to match, else the header alone gives it away).
+ */
+export function truncatedImage(bytes: Buffer): Buffer {
+  const cut = Buffer.from(bytes.subarray(0, Math.floor(bytes.length / 2)));
+  if (cut.toString('latin1', 8, 16) === 'WEBPVP8 ') {
+    cut.writeUInt32LE(cut.length - 8, 4);
+    cut.writeUInt32LE(cut.length - 20, 16);
+  }
+  return cut;
+}
+
 export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;

@@ -83,7 +83,8 @@ async function main(): Promise<void> {
       inputs: [input], style: 'infographic', userText: 'One\nTwo', creativity: 0.5, conceptId: 'infographic',
     });
     await record(stack, 'video-completed', 'video', { input, scenario: '', durationSec: 5, loopMode: false, cardMode: false, aspectRatio: '3:4' });
-    await record(stack, 'edit-completed', 'edit', { source: `results/${photoId}.jpg`, instruction: 'brighter' });
+    const [{ asset_path: photoResult }] = await stack.db.query('SELECT asset_path FROM actions WHERE id = $1', [photoId]);
+    await record(stack, 'edit-completed', 'edit', { source: photoResult, instruction: 'brighter' });
 
     // An ad-hoc webhook whose receiver fails once, then accepts: the action starts a delivery child workflow.
     let answered = 0;

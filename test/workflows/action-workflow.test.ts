@@ -40,10 +40,12 @@ describe('actionWorkflow (dev server)', function () {
       const { accountId } = await newAccount(stack.db, 20);
       const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
       const outcome = await runAction(stack, accountId, actionId);
-      assert.deepEqual(outcome, { status: 'completed', assetPath: `results/${actionId}.jpg` });
+      assert.equal(outcome.status, 'completed');
+      const { assetPath } = outcome as { assetPath: string };
+      assert.match(assetPath, new RegExp(`^results/${actionId}/[0-9a-f]{32}\\.jpg$`));
 
       const [row] = await stack.db.query('SELECT status, asset_path FROM actions WHERE id = $1', [actionId]);
-      assert.deepEqual([row.status, row.asset_path], ['completed', `results/${actionId}.jpg`]);
+      assert.deepEqual([row.status, row.asset_path], ['completed', assetPath]);
       assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 15, holds: 0, available: 15 });
       await assertMoneyConsistent(stack.db, accountId);
 

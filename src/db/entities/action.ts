@@ -7,7 +7,8 @@ export type ActionProduct = 'photo' | 'card' | 'video' | 'edit';
 
 /**
  * One version of a card and the read model of its workflow. The API writes it as `pending` together with the
- * spark hold; only activities move it afterwards. Index: InitialSchema (account_id, created_at).
+ * spark hold; only activities move it afterwards. Indexes: InitialSchema (account_id, created_at),
+ * ActionParamsIndex (GIN on params, for the input purge).
  */
 @Entity('actions')
 export class Action extends BaseRecord {

@@ -5,7 +5,7 @@
  */
 import sharp from 'sharp';
 import type { CardJob, RenderedAsset } from '../provider';
-import { decode, dimensionsFor, escapeXml, fitted, hashOf, hex, LONG_SIDE, meanColour, mix, wrap } from './compose';
+import { dimensionsFor, escapeXml, fitted, hashOf, hex, LONG_SIDE, meanColour, mix, wrap } from './compose';
 
 type Rgb = [number, number, number];
 
@@ -34,7 +34,6 @@ function bullets(text: string): string[] {
 }
 
 export async function renderCard(job: CardJob): Promise<RenderedAsset> {
-  if (job.designReference) await decode(job.designReference);
   const { width, height } = dimensionsFor(job.aspectRatio, LONG_SIDE['2K']);
   return job.style === 'cinematic' ? renderCinematic(job, width, height) : renderInfographic(job, width, height);
 }

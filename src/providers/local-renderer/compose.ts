@@ -1,5 +1,6 @@
 /** Shared pieces of the local renderer: decoding, sizes, colours and SVG text. */
 import sharp from 'sharp';
+import { MAX_IMAGE_PIXELS } from '../../domain/image-limits';
 import { ProviderError } from '../provider';
 
 export const LONG_SIDE = { '1K': 1024, '2K': 2048, '4K': 4096 } as const;
@@ -10,12 +11,14 @@ export function dimensionsFor(aspectRatio: string, longSide: number): { width: n
   return w >= h ? { width: longSide, height: even((longSide * h) / w) } : { width: even((longSide * w) / h), height: longSide };
 }
 
-/** Opens an image, refusing (non-retryably) what cannot be decoded. */
-export async function decode(image: Buffer): Promise<sharp.Sharp> {
+/**
+ * Runs `use` on an input image, decoding at most MAX_IMAGE_PIXELS. Any failure to decode it (not an image, too
+ * many pixels, or corrupt or truncated data behind an intact header, which only shows once the pixels are read) is
+ * a permanent refusal: the same bytes would fail the same way on every attempt.
+ */
+export async function decodeInput<T>(image: Buffer, use: (pipeline: sharp.Sharp) => Promise<T>): Promise<T> {
   try {
-    const pipeline = sharp(image, { failOn: 'error' });
-    await pipeline.metadata();
-    return pipeline;
+    return await use(sharp(image, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }));
   } catch (err) {
     throw new ProviderError(`The image cannot be decoded: ${(err as Error).message}`, 'invalid_image', false);
   }
@@ -23,14 +26,14 @@ export async function decode(image: Buffer): Promise<sharp.Sharp> {
 
 /** The product fitted into a box, as PNG, with its size. */
 export async function fitted(image: Buffer, width: number, height: number): Promise<{ data: Buffer; width: number; height: number }> {
-  const { data, info } = await (await decode(image)).rotate()
+  const { data, info } = await decodeInput(image, (pipeline) => pipeline.rotate()
     .resize({ width: Math.round(width), height: Math.round(height), fit: 'inside' })
-    .png().toBuffer({ resolveWithObject: true });
+    .png().toBuffer({ resolveWithObject: true }));
   return { data, width: info.width, height: info.height };
 }
 
 export async function meanColour(image: Buffer): Promise<[number, number, number]> {
-  const stats = await (await decode(image)).stats();
+  const stats = await decodeInput(image, (pipeline) => pipeline.stats());
   const [r, g = r, b = r] = stats.channels.map((c) => Math.round(c.mean));
   return [r, g, b];
 }

@@ -5,7 +5,7 @@
  */
 import sharp from 'sharp';
 import type { EditJob, RenderedAsset } from '../provider';
-import { decode, hashOf } from './compose';
+import { decodeInput, hashOf } from './compose';
 
 const WISHES: { pattern: RegExp; apply: (s: sharp.Sharp) => sharp.Sharp }[] = [
   { pattern: /bright|light|светл|ярч|clar|brill/i, apply: (s) => s.modulate({ brightness: 1.25 }) },
@@ -17,13 +17,15 @@ const WISHES: { pattern: RegExp; apply: (s: sharp.Sharp) => sharp.Sharp }[] = [
 ];
 
 export async function renderEdit(job: EditJob): Promise<RenderedAsset> {
-  let pipeline = await decode(job.source);
-  const wishes = WISHES.filter((w) => w.pattern.test(job.instruction));
-  if (wishes.length === 0) {
-    const h = hashOf(job.instruction);
-    pipeline = pipeline.modulate({ brightness: 0.9 + (h % 25) / 100, saturation: 0.8 + ((h >> 5) % 50) / 100, hue: (h >> 10) % 60 - 30 });
-  }
-  for (const wish of wishes) pipeline = wish.apply(pipeline);
-  const bytes = await pipeline.jpeg({ quality: 88 }).toBuffer();
+  const bytes = await decodeInput(job.source, (source) => {
+    let pipeline = source;
+    const wishes = WISHES.filter((w) => w.pattern.test(job.instruction));
+    if (wishes.length === 0) {
+      const h = hashOf(job.instruction);
+      pipeline = pipeline.modulate({ brightness: 0.9 + (h % 25) / 100, saturation: 0.8 + ((h >> 5) % 50) / 100, hue: (h >> 10) % 60 - 30 });
+    }
+    for (const wish of wishes) pipeline = wish.apply(pipeline);
+    return pipeline.jpeg({ quality: 88 }).toBuffer();
+  });
   return { bytes, extension: 'jpg' };
 }
