@@ -37,17 +37,16 @@ export async function settleStarts(db: DataSource, client: Client, olderThanSeco
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
       WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => $1)
       ORDER BY a.id LIMIT 500`, [olderThanSeconds]);
-  let abandoned = 0;
-  for (const row of rows) {
+  return countMoved(rows, 'settling a start', async (row) => {
     const started = row.status !== 'pending' || (await workflowState(client, ownerOf(row))).kind !== 'missing';
     if (started) {
       await confirmStart(db.manager, row.action_id);
-    } else if (await db.transaction((m) => abandonStart(m, row.action_id))) {
-      abandoned++;
-      log.warn('abandoned an action whose workflow never started; its hold was released', { actionId: row.action_id, jobId: row.job_id });
+      return false;
     }
-  }
-  return abandoned;
+    if (!(await db.transaction((m) => abandonStart(m, row.action_id)))) return false;
+    log.warn('abandoned an action whose workflow never started; its hold was released', { actionId: row.action_id, jobId: row.job_id });
+    return true;
+  });
 }
 
 /** Fails open actions and live jobs whose workflow is closed or missing; answers how many it moved. */
@@ -62,22 +61,33 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
       WHERE j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND a.start_state = 'started'
         AND j.created_at < now() - make_interval(secs => $1)
       ORDER BY 1 LIMIT 500`, [config.graceSeconds]);
-  let moved = 0;
-  for (const row of rows) {
+  return countMoved(rows, 'reconciling a lost workflow', async (row) => {
     const state = await workflowState(client, ownerOf(row));
-    if (state.kind === 'running') continue;
+    if (state.kind === 'running') return false;
     const message = lostWorkflowMessage(state);
     if ((OPEN_ACTION_STATUSES as readonly string[]).includes(row.status)) {
       const failed = await db.transaction((m) => releaseAndClose(m, row.action_id, 'failed', message, { errorCode: 'workflow_lost', retryable: true }));
-      if (!failed) continue;
-      moved++;
+      if (!failed) return false;
       log.warn('reconciled an action whose workflow stopped: hold released, action failed', {
         actionId: row.action_id, jobId: row.job_id, workflow: state.kind === 'closed' ? state.status : 'missing',
       });
       await announceFailure(client, config.taskQueue, row.action_id);
-    } else if (await finishJobAsItsAction(db, row.job_id!)) {
-      moved++;
-      log.warn('reconciled a job whose workflow stopped after its action ended', { actionId: row.action_id, jobId: row.job_id });
+      return true;
+    }
+    if (!(await finishJobAsItsAction(db, row.job_id!))) return false;
+    log.warn('reconciled a job whose workflow stopped after its action ended', { actionId: row.action_id, jobId: row.job_id });
+    return true;
+  });
+}
+
+/** Runs `step` for each row; one row's failure is logged and does not stop the others. Answers how many moved. */
+async function countMoved(rows: Owned[], what: string, step: (row: Owned) => Promise<boolean>): Promise<number> {
+  let moved = 0;
+  for (const row of rows) {
+    try {
+      if (await step(row)) moved++;
+    } catch (err) {
+      log.error(`reconciler: ${what} failed`, { actionId: row.action_id, jobId: row.job_id, error: String(err) });
     }
   }
   return moved;
