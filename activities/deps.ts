@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { ImageProvider } from '../src/providers/provider';
+import type { Providers } from '../src/providers';
 import type { AssetStore } from '../src/storage/asset-store';
 import type { OutboundPolicy } from '../src/net/outbound';
 import type { SecretBox } from '../src/secrets';
@@ -8,7 +8,7 @@ import type { SecretBox } from '../src/secrets';
 export interface ActivityDeps {
   db: DataSource;
   store: AssetStore;
-  provider: ImageProvider;
+  providers: Providers;
   outbound: OutboundPolicy;
   secrets: SecretBox;
   webhookRetryInitialMs: number;

@@ -7,7 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Action } from '../src/db/entities';
 import type { ActionProduct } from '../src/db/entities/action';
 import type { ParamsByProduct } from '../src/domain/action-params';
-import { ProviderError, RenderedAsset } from '../src/providers/provider';
+import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';
 
@@ -42,19 +42,25 @@ function toFailure(err: unknown): unknown {
 const resultKey = (actionId: number, extension: string): string =>
   `results/${actionId}/${randomBytes(16).toString('hex')}.${extension}`;
 
+/** A video rendered within this activity; a provider that answers with a task is polled by the workflow instead. */
+function renderedVideo(progress: VideoProgress): RenderedAsset {
+  if (progress.state === 'done') return progress.asset;
+  throw new ProviderError(`The video provider answered with a task (${progress.taskId}) where a finished video was expected`, 'unexpected_task', false);
+}
+
 type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal) => Promise<RenderedAsset> };
 
-export function createGenerateAssetActivities({ db, store, provider }: ActivityDeps) {
+export function createGenerateAssetActivities({ db, store, providers }: ActivityDeps) {
   const read = (key: string) => store.read(key);
   const readOptional = (key: string | undefined) => (key ? store.read(key) : Promise.resolve(undefined));
 
   const render: Renderers = {
-    photo: async (p, signal) => provider.renderPhoto({ ...p, images: await Promise.all(p.inputs.map(read)) }, signal),
-    card: async (p, signal) => provider.renderCard({
+    photo: async (p, signal) => providers.image.renderPhoto({ ...p, images: await Promise.all(p.inputs.map(read)) }, signal),
+    card: async (p, signal) => providers.image.renderCard({
       ...p, images: await Promise.all(p.inputs.map(read)), designReference: await readOptional(p.designReference),
     }, signal),
-    video: async (p, signal) => provider.renderVideo({ ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) }, signal),
-    edit: async (p, signal) => provider.renderEdit({ source: await read(p.source), instruction: p.instruction }, signal),
+    video: async (p, signal) => renderedVideo(await providers.video.startVideo({ ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) }, signal)),
+    edit: async (p, signal) => providers.image.renderEdit({ source: await read(p.source), instruction: p.instruction }, signal),
   };
 
   return {

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../src/config';
-import type { ImageProvider } from '../src/providers/provider';
+import type { Providers } from '../src/providers';
 import type { AssetStore } from '../src/storage/asset-store';
 import type { UrlSigner } from '../src/storage/signed-urls';
 import type { OutboundPolicy } from '../src/net/outbound';
@@ -15,8 +15,8 @@ export interface ApiServices {
   temporal: Client;
   store: AssetStore;
   signer: UrlSigner;
-  /** Used only for the synchronous detection of missing product fields. */
-  provider: ImageProvider;
+  /** The text provider answers analysis and the helpers; the others give polling hints and availability. */
+  providers: Providers;
   /** Fetches of image URLs (and later webhook deliveries) go through this policy. */
   outbound: OutboundPolicy;
   /** Seals webhook secrets for storage. */

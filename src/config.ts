@@ -38,6 +38,10 @@ export interface Config {
   ffmpegPath: string | undefined;
   /** How old an open action must be before the reconciler fails it for a closed or missing workflow. */
   reconcileGraceSeconds: number;
+  /** Which provider serves each capability (`local` keeps everything in-process). */
+  imageProvider: 'local' | 'gemini';
+  textProvider: 'local' | 'gemini';
+  videoProvider: 'local' | 'runway';
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
 }
@@ -48,6 +52,13 @@ function int(name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return value;
+}
+
+/** One of `choices` (the first is the default); anything else stops the process. */
+function oneOf<T extends string>(name: string, choices: readonly T[]): T {
+  const raw = str(name) ?? choices[0];
+  if (!choices.includes(raw as T)) throw new Error(`${name} must be one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function str(name: string): string | undefined {
@@ -85,6 +96,9 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),
     reconcileGraceSeconds: int('RECONCILE_GRACE_SECONDS', 120),
+    imageProvider: oneOf('IMAGE_PROVIDER', ['local', 'gemini'] as const),
+    textProvider: oneOf('TEXT_PROVIDER', ['local', 'gemini'] as const),
+    videoProvider: oneOf('VIDEO_PROVIDER', ['local', 'runway'] as const),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

@@ -10,7 +10,7 @@ import { purgeExpiredKeys } from '../api/idempotency';
 import { loadConfig } from './config';
 import { openDatabase } from './db/data-source';
 import { log } from './log';
-import { LocalRenderer } from './providers/local-renderer';
+import { createProviders } from './providers';
 import { OutboundPolicy } from './net/outbound';
 import { FileAssetStore } from './storage/asset-store';
 import { purgeUnreferencedInputs } from './storage/purge-inputs';
@@ -48,14 +48,14 @@ async function main(mode: Mode): Promise<void> {
   const db = await openDatabase(config.databaseUrl, { migrate: true });
   const temporal = await connectClient(address, config.temporalNamespace);
   const store = new FileAssetStore(config.assetsDir);
-  const provider = new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath });
+  const providers = createProviders(config);
   const outbound = new OutboundPolicy(config.outboundAllowCidrs);
   const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
 
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
   if (mode !== 'api') {
-    const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, provider, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } });
+    const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } });
     worker = created.worker;
     workerRun = worker.run();
     // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
@@ -70,7 +70,7 @@ async function main(mode: Mode): Promise<void> {
   let server: http.Server | undefined;
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
-    const app = createApp({ config, db, temporal, store, signer, provider, outbound, secrets });
+    const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets });
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));

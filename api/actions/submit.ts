@@ -5,6 +5,7 @@
 import type { Context } from 'koa';
 import type { EntityManager } from 'typeorm';
 import type { ActionProduct, ActionType } from '../../src/db/entities/action';
+import type { Capability } from '../../src/providers';
 import { sqlRow } from '../../src/db/sql';
 import { abandonStart, confirmStart } from '../../src/domain/action-states';
 import { holdSparks, InsufficientSparks } from '../../src/domain/billing';
@@ -109,6 +110,7 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
 
 /** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
 export async function submitAction<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
+  requireProvider(services, spec.product === 'video' ? 'video' : 'image');
   if (spec.webhookUrl) await checkAdHocWebhookUrl(services.outbound, spec.webhookUrl);
   for (let round = 0; ; round++) {
     try {
@@ -124,6 +126,12 @@ export async function submitAction<R>(services: ApiServices, spec: NewAction<R>)
 }
 
 const keyInFlight = () => generationUnavailable('The first request with this Idempotency-Key is still being started; try again shortly');
+
+/** 503 before anything is held when the provider that would serve this capability is not configured. */
+export function requireProvider({ providers }: Pick<ApiServices, 'providers'>, capability: Capability): void {
+  const reason = providers.unavailable[capability];
+  if (reason) throw generationUnavailable(`Generation is unavailable: the ${capability} provider is not configured (${reason})`);
+}
 
 /** Writes a stored (or fresh) response; a replay is marked so clients can tell. */
 export function send(ctx: Context, response: StoredResponse, replayed?: boolean): void {

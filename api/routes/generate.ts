@@ -7,7 +7,7 @@ import type { Context } from 'koa';
 import type { CardParams, PhotoParams, VideoParams } from '../../src/domain/action-params';
 import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
 import { photoPrice, readPriceList } from '../../src/domain/pricing';
-import { answerRepeat, Placement, send, submitAction, V1_PREFIX } from '../actions/submit';
+import { answerRepeat, Placement, requireProvider, send, submitAction, V1_PREFIX } from '../actions/submit';
 import { AppError, badRequest, unsupportedParameter } from '../errors';
 import { idempotencyHeader } from '../idempotency';
 import { CheckedImage, ImageInput, imageReader, inputKeys } from '../images';
@@ -35,7 +35,7 @@ interface Detected { categoryId: string; conceptId: string; productName: string;
 
 /** The pieces every generation endpoint (v1 and v2) is made of. */
 export function generationKit(services: ApiServices) {
-  const { db, provider } = services;
+  const { db, providers } = services;
   const readImage = imageReader(services);
 
   async function readImages(inputs: ImageInput[], field: string, caller: Caller): Promise<CheckedImage[]> {
@@ -57,7 +57,8 @@ export function generationKit(services: ApiServices) {
     let qualities: string[] | undefined;
     let detected = false;
     if (!categoryId || !productName || needQualities) {
-      const analysis = await provider.analyze(images.map((i) => i.bytes), locale);
+      requireProvider(services, 'text');
+      const analysis = await providers.text.analyze(images.map((i) => i.bytes), locale);
       qualities = analysis.qualities;
       if (!categoryId) [categoryId, detected] = [analysis.category_id, true];
       if (!productName) [productName, detected] = [analysis.product_name, true];

@@ -77,13 +77,13 @@ interface JobRow {
 
 
 export function jobRoutes(services: ApiServices): Route[] {
-  const { db, signer, provider } = services;
+  const { db, signer, providers } = services;
   const kit = generationKit(services);
 
   const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit') => ({
     job_id: jobId, status: 'queued' as const, type,
     status_url: `${V2_PREFIX}/jobs/${jobId}`, cancel_url: `${V2_PREFIX}/jobs/${jobId}/cancel`, result_url: `${V2_PREFIX}/jobs/${jobId}/result`,
-    resource_id: actionId, first_check_after_sec: provider.typicalSeconds(kind) + 1,
+    resource_id: actionId, first_check_after_sec: providers.image.typicalSeconds(kind) + 1,
   });
 
   /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
@@ -104,7 +104,7 @@ export function jobRoutes(services: ApiServices): Route[] {
         action_id: job.action_id, card_id: job.card_id, project_id: job.project_id, result_url: signed.url, result_url_expires_at: signed.expiresAt.toISOString(),
       } : null,
       resource_id: job.action_id, created_at: iso(job.created_at), started_at: iso(job.started_at), completed_at: iso(job.completed_at),
-      check_again_in_sec: checkAgainInSec(job, provider.typicalSeconds(job.product)),
+      check_again_in_sec: checkAgainInSec(job, providers.image.typicalSeconds(job.product)),
     };
   }
 
@@ -211,7 +211,7 @@ export function jobRoutes(services: ApiServices): Route[] {
           ctx.body = { job_id: job.id, status: job.status, message: job.error_message ?? `The job ended as ${job.status}`, error_code: job.error_code };
           return;
         }
-        const wait = checkAgainInSec(job, provider.typicalSeconds(job.product)) ?? 1;
+        const wait = checkAgainInSec(job, providers.image.typicalSeconds(job.product)) ?? 1;
         ctx.status = 202;
         ctx.set('Retry-After', String(wait));
         ctx.body = { job_id: job.id, status: job.status, message: `The result is not ready yet (${job.status}, ${job.phase})`, error_code: null };

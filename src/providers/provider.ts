@@ -1,6 +1,7 @@
 /**
- * The provider port: what the workflows need from an image/video AI. The local renderer implements it today;
- * real provider adapters implement the same interface and map their wire errors onto ProviderError.
+ * The provider ports: what the service needs from an AI, one interface per capability (images, text, video), each
+ * chosen by configuration. The local renderer implements all three; the Gemini adapter images and text, the Runway
+ * adapter video. Every adapter maps its wire errors onto ProviderError in one place.
  */
 export type Locale = 'ru' | 'en' | 'es';
 
@@ -64,15 +65,62 @@ export interface RenderedAsset {
   extension: 'jpg' | 'png' | 'mp4';
 }
 
+/** Marketing text for a card (`POST /wishes/suggest`): what to show, from the photos and the chosen concept. */
+export interface WishesJob {
+  images: Buffer[];
+  categoryId: string;
+  conceptId: string;
+  productName?: string;
+  locale: Locale;
+}
+
+/** A short video scenario for one photo (`POST /video/suggest-scenario`). */
+export interface ScenarioJob {
+  image: Buffer;
+  productName?: string;
+  categoryId?: string;
+  locale: Locale;
+}
+
+export type ImageKind = 'photo' | 'card' | 'edit';
+
+/** Photos, cards and edits (`IMAGE_PROVIDER`). */
 export interface ImageProvider {
   readonly name: string;
   /** Typical seconds one render takes, for polling hints. */
-  typicalSeconds(kind: 'photo' | 'card' | 'video' | 'edit'): number;
-  analyze(images: Buffer[], locale: Locale): Promise<ProductAnalysis>;
+  typicalSeconds(kind: ImageKind): number;
   renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset>;
   renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset>;
-  renderVideo(job: VideoJob, signal?: AbortSignal): Promise<RenderedAsset>;
   renderEdit(job: EditJob, signal?: AbortSignal): Promise<RenderedAsset>;
+}
+
+/** Product analysis and the two writing helpers (`TEXT_PROVIDER`). */
+export interface TextProvider {
+  readonly name: string;
+  analyze(images: Buffer[], locale: Locale, signal?: AbortSignal): Promise<ProductAnalysis>;
+  suggestWishes(job: WishesJob, signal?: AbortSignal): Promise<string>;
+  suggestScenario(job: ScenarioJob, signal?: AbortSignal): Promise<string>;
+}
+
+/**
+ * Where a video render stands. A provider that renders in-process answers `done` from `startVideo`; a remote one
+ * answers `running` with its task id, and the workflow asks `checkVideo` again on a timer until it is done (or
+ * throws a ProviderError). Submitting is never repeated for a task id that was answered.
+ */
+export type VideoProgress =
+  | { state: 'done'; asset: RenderedAsset }
+  | { state: 'running'; taskId: string; progress?: number };
+
+/** Product videos (`VIDEO_PROVIDER`). */
+export interface VideoProvider {
+  readonly name: string;
+  typicalSeconds(): number;
+  /** Seconds between two checks of a running task (the provider's own guidance). */
+  readonly pollIntervalSeconds: number;
+  startVideo(job: VideoJob, signal?: AbortSignal): Promise<VideoProgress>;
+  checkVideo(taskId: string, signal?: AbortSignal): Promise<VideoProgress>;
+  /** Best effort: asks the provider to stop a task (a cancelled action). */
+  cancelVideo(taskId: string): Promise<void>;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { DataSource } from 'typeorm';
 import { Activities, createActivities } from '../../activities';
 import { openDatabase } from '../../src/db/data-source';
 import { readBalance } from '../../src/domain/billing';
+import { allFrom } from '../../src/providers';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { FileAssetStore, isValidAssetKey } from '../../src/storage/asset-store';
 import { FAILURE_TYPES } from '../../src/temporal/contract';
@@ -28,7 +29,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
   before(async () => {
     db = await openDatabase(testEnvironment().databaseUrl, { migrate: false });
     store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
-    activities = createActivities({ db, store, provider: new LocalRenderer(), outbound: new OutboundPolicy(), secrets: TEST_SECRETS, webhookRetryInitialMs: 100 });
+    activities = createActivities({ db, store, providers: allFrom(new LocalRenderer()), outbound: new OutboundPolicy(), secrets: TEST_SECRETS, webhookRetryInitialMs: 100 });
   });
   after(() => db.destroy());
 

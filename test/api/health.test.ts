@@ -44,7 +44,7 @@ describe('readiness', () => {
     await stack.db.query(`DROP DATABASE ${name} WITH (FORCE)`);
     const app = createApp({
       config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl, webhookRetryInitialMs: 100, jobMaxAttempts: 3, jobRetryBackoffMs: 100 },
-      db: doomed, temporal: stack.temporal, store: stack.store, signer: stack.signer, provider: stack.deps.provider, outbound: stack.deps.outbound, secrets: stack.deps.secrets,
+      db: doomed, temporal: stack.temporal, store: stack.store, signer: stack.signer, providers: stack.deps.providers, outbound: stack.deps.outbound, secrets: stack.deps.secrets,
     });
     const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));

@@ -268,7 +268,7 @@ describe('when Temporal cannot be reached', function () {
     await unreachable.connection.close();
     const app = createApp({
       config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl, webhookRetryInitialMs: 100, jobMaxAttempts: 3, jobRetryBackoffMs: 100 },
-      db: stack.db, temporal: unreachable, store: stack.store, signer: stack.signer, provider: new (await import('../../src/providers/local-renderer')).LocalRenderer(),
+      db: stack.db, temporal: unreachable, store: stack.store, signer: stack.signer, providers: stack.deps.providers,
       outbound: new OutboundPolicy(), secrets: stack.deps.secrets,
     });
     const server = http.createServer(app.callback()).listen(0, '127.0.0.1');

@@ -1,18 +1,21 @@
 import { LocalRenderer } from '../../src/providers/local-renderer';
-import { CardJob, EditJob, ImageProvider, PhotoJob, ProviderError, VideoJob } from '../../src/providers/provider';
+import {
+  CardJob, EditJob, ImageProvider, PhotoJob, ProviderError, ScenarioJob, TextProvider, VideoJob, VideoProvider, WishesJob,
+} from '../../src/providers/provider';
 
 /**
  * The local renderer behind a scripted list of provider failures, to drive the retry and refusal paths the way a
  * real provider's outages would. Renders for real once the script is used up.
  */
-export class ScriptedProvider implements ImageProvider {
+export class ScriptedProvider implements ImageProvider, TextProvider, VideoProvider {
+  readonly pollIntervalSeconds = 1;
   readonly name = 'scripted';
   calls = 0;
   private readonly inner = new LocalRenderer();
 
   constructor(private readonly failures: ProviderError[]) {}
 
-  typicalSeconds(kind: 'photo' | 'card' | 'video' | 'edit') {
+  typicalSeconds(kind?: 'photo' | 'card' | 'edit') {
     return this.inner.typicalSeconds(kind);
   }
 
@@ -35,9 +38,25 @@ export class ScriptedProvider implements ImageProvider {
     return this.inner.renderCard(job);
   }
 
-  async renderVideo(job: VideoJob) {
+  async startVideo(job: VideoJob) {
     this.next();
-    return this.inner.renderVideo(job);
+    return this.inner.startVideo(job);
+  }
+
+  checkVideo(taskId: string) {
+    return this.inner.checkVideo(taskId);
+  }
+
+  cancelVideo() {
+    return this.inner.cancelVideo();
+  }
+
+  suggestWishes(job: WishesJob) {
+    return this.inner.suggestWishes(job);
+  }
+
+  suggestScenario(job: ScenarioJob) {
+    return this.inner.suggestScenario(job);
   }
 
   async renderEdit(job: EditJob) {

@@ -14,7 +14,8 @@ import { createApp } from '../../api/app';
 import { openDatabase } from '../../src/db/data-source';
 import { loadConfig } from '../../src/config';
 import { LocalRenderer } from '../../src/providers/local-renderer';
-import type { ImageProvider } from '../../src/providers/provider';
+import { allFrom, Providers } from '../../src/providers';
+import type { ImageProvider, TextProvider, VideoProvider } from '../../src/providers/provider';
 import { FileAssetStore } from '../../src/storage/asset-store';
 import { UrlSigner } from '../../src/storage/signed-urls';
 import { OutboundPolicy } from '../../src/net/outbound';
@@ -40,7 +41,10 @@ export interface Stack {
 export interface StackOptions {
   rateLimitPerMinute?: number;
   withWorker?: boolean;
-  provider?: ImageProvider;
+  /** One provider for every capability (the local renderer by default). */
+  provider?: ImageProvider & TextProvider & VideoProvider;
+  /** Providers per capability (a remote adapter, or one that is not configured); overrides `provider`. */
+  providers?: Providers;
   taskQueue?: string;
   outboundAllowCidrs?: string[];
   webhookRetryInitialMs?: number;
@@ -61,7 +65,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const provider = options.provider ?? new LocalRenderer();
   const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs);
   const workerOutbound = options.workerOutboundAllowCidrs ? new OutboundPolicy(options.workerOutboundAllowCidrs) : outbound;
-  const deps: ActivityDeps = { db, store, provider, outbound: workerOutbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200 };
+  const deps: ActivityDeps = { db, store, providers: options.providers ?? allFrom(provider), outbound: workerOutbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200 };
 
   let worker: Worker | undefined;
   let connection: NativeConnection | undefined;
@@ -81,7 +85,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs,
       jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
     },
-    db, temporal, store, signer, provider, outbound, secrets: TEST_SECRETS,
+    db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
   });
   server.on('request', app.callback());
 

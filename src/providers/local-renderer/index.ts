@@ -2,7 +2,11 @@
  * The embedded provider: a deterministic local renderer. It really makes images (sharp) and videos (ffmpeg) from
  * the inputs, and analyses photos from their pixels, so the whole pipeline runs without an external AI.
  */
-import type { CardJob, EditJob, ImageProvider, Locale, PhotoJob, ProductAnalysis, RenderedAsset, VideoJob } from '../provider';
+import {
+  CardJob, EditJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, ProviderError, RenderedAsset, ScenarioJob, TextProvider,
+  VideoJob, VideoProgress, VideoProvider, WishesJob,
+} from '../provider';
+import { localScenario, localWishes } from './texts';
 import { renderCard } from './card';
 import { meanColour, pause } from './compose';
 import { renderEdit } from './edit';
@@ -38,12 +42,15 @@ export interface LocalRendererOptions {
   ffmpegPath?: string;
 }
 
-export class LocalRenderer implements ImageProvider {
+export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider {
   readonly name = 'local';
 
   constructor(private readonly options: LocalRendererOptions = {}) {}
 
-  typicalSeconds(kind: 'photo' | 'card' | 'video' | 'edit'): number {
+  /** Videos render in-process: there is never a task to poll. */
+  readonly pollIntervalSeconds = 1;
+
+  typicalSeconds(kind: ImageKind | 'video' = 'video'): number {
     return Math.ceil((this.options.delayMs ?? 0) / 1000) + (kind === 'video' ? 3 : 1);
   }
 
@@ -62,9 +69,25 @@ export class LocalRenderer implements ImageProvider {
     return renderCard(job);
   }
 
-  async renderVideo(job: VideoJob, signal?: AbortSignal): Promise<RenderedAsset> {
+  async startVideo(job: VideoJob, signal?: AbortSignal): Promise<VideoProgress> {
     await pause(this.options.delayMs ?? 0, signal);
-    return renderVideo(job, this.options.ffmpegPath, signal);
+    return { state: 'done', asset: await renderVideo(job, this.options.ffmpegPath, signal) };
+  }
+
+  async checkVideo(taskId: string): Promise<VideoProgress> {
+    throw new ProviderError(`The local renderer has no video task ${taskId}`, 'unknown_task', false);
+  }
+
+  async cancelVideo(): Promise<void> {
+    // nothing runs outside the activity that renders
+  }
+
+  async suggestWishes(job: WishesJob): Promise<string> {
+    return localWishes(job, await this.analyze(job.images, job.locale));
+  }
+
+  async suggestScenario(job: ScenarioJob): Promise<string> {
+    return localScenario(job, await this.analyze([job.image], job.locale));
   }
 
   async renderEdit(job: EditJob, signal?: AbortSignal): Promise<RenderedAsset> {
