@@ -48,6 +48,8 @@ function renderedVideo(progress: VideoProgress): RenderedAsset {
   throw new ProviderError(`The video provider answered with a task (${progress.taskId}) where a finished video was expected`, 'unexpected_task', false);
 }
 
+export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running'; taskId: string; progress?: number };
+
 type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal) => Promise<RenderedAsset> };
 
 export function createGenerateAssetActivities({ db, store, providers }: ActivityDeps) {
@@ -63,15 +65,54 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
     edit: async (p, signal) => providers.image.renderEdit({ source: await read(p.source), instruction: p.instruction }, signal),
   };
 
+  const videoJob = async (action: Action) => {
+    const p = action.params as unknown as ParamsByProduct['video'];
+    return { ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) };
+  };
+  const storeResult = async (actionId: number, rendered: RenderedAsset) => {
+    const key = resultKey(actionId, rendered.extension);
+    await store.put(key, rendered.bytes);
+    return key;
+  };
+
   return {
+    /**
+     * One step of a video render: submits the provider's task when the action has none (and records its id at
+     * once), else checks the recorded task; stores the video when it is done. A task that ended in failure is
+     * forgotten, so a retry submits a new one; any other retry checks the same task again.
+     */
+    async advanceVideoRender(actionId: number): Promise<VideoStep> {
+      const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
+      const [row] = await db.query('SELECT provider_task_id FROM actions WHERE id = $1', [actionId]);
+      const taskId: string | null = row.provider_task_id;
+      const signal = Context.current().cancellationSignal;
+      try {
+        const progress = taskId
+          ? await providers.video.checkVideo(taskId, signal)
+          : await heartbeating(providers.video.startVideo(await videoJob(action), signal));
+        if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
+        if (!taskId) await db.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, progress.taskId]);
+        return { state: 'running', taskId: progress.taskId, progress: progress.progress };
+      } catch (err) {
+        if (taskId && err instanceof ProviderError && err.taskEnded) {
+          await db.query('UPDATE actions SET provider_task_id = NULL WHERE id = $1 AND provider_task_id = $2', [actionId, taskId]);
+        }
+        throw toFailure(err);
+      }
+    },
+
+    /** Asks the provider to stop the action's task, if it has one (a cancelled action). */
+    async cancelVideoRender(actionId: number): Promise<void> {
+      const [row] = await db.query('SELECT provider_task_id FROM actions WHERE id = $1', [actionId]);
+      if (row?.provider_task_id) await providers.video.cancelVideo(row.provider_task_id);
+    },
+
     async generateAsset(actionId: number): Promise<string> {
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
       try {
         const renderer = render[action.product] as (params: unknown, signal: AbortSignal) => Promise<RenderedAsset>;
         const rendered = await heartbeating(renderer(action.params, Context.current().cancellationSignal));
-        const key = resultKey(actionId, rendered.extension);
-        await store.put(key, rendered.bytes);
-        return key;
+        return await storeResult(actionId, rendered);
       } catch (err) {
         throw toFailure(err);
       }

@@ -42,6 +42,8 @@ export interface Config {
   imageProvider: 'local' | 'gemini';
   textProvider: 'local' | 'gemini';
   videoProvider: 'local' | 'runway';
+  /** Concurrency and rate caps of each provider's task queue (`<NAME>_MAX_CONCURRENCY`, `<NAME>_MAX_PER_SECOND`). */
+  providerLimits: (providerName: string) => { maxConcurrent: number; maxPerSecond: number };
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
 }
@@ -99,6 +101,10 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     imageProvider: oneOf('IMAGE_PROVIDER', ['local', 'gemini'] as const),
     textProvider: oneOf('TEXT_PROVIDER', ['local', 'gemini'] as const),
     videoProvider: oneOf('VIDEO_PROVIDER', ['local', 'runway'] as const),
+    providerLimits: (name) => ({
+      maxConcurrent: Math.max(1, int(`${name.toUpperCase()}_MAX_CONCURRENCY`, int('PROVIDER_MAX_CONCURRENCY', 4))),
+      maxPerSecond: int(`${name.toUpperCase()}_MAX_PER_SECOND`, int('PROVIDER_MAX_PER_SECOND', 0)),
+    }),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

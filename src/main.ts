@@ -19,7 +19,7 @@ import { loadSecret, SecretBox } from './secrets';
 import { connectClient } from './temporal/client';
 import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
 import { reconcile } from './temporal/reconcile';
-import { createWorker } from './temporal/worker';
+import { createProviderWorkers, createWorker } from './temporal/worker';
 
 type Mode = 'all' | 'api' | 'worker';
 const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
@@ -52,19 +52,20 @@ async function main(mode: Mode): Promise<void> {
   const outbound = new OutboundPolicy(config.outboundAllowCidrs);
   const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
 
-  let worker: Worker | undefined;
-  let workerRun: Promise<void> | undefined;
+  const workers: Worker[] = [];
+  let workerRun: Promise<unknown> | undefined;
   if (mode !== 'api') {
-    const created = await createWorker({ address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } });
-    worker = created.worker;
-    workerRun = worker.run();
+    const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
+    const created = await createWorker(setup);
+    workers.push(created.worker, ...(await createProviderWorkers(setup, created.connection, [providers.image.name, providers.video.name], config.providerLimits)));
+    workerRun = Promise.all(workers.map((w) => w.run()));
     // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
     const reconcilePass = () => void reconcile(db, temporal, { taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds });
     reconcilePass();
     setInterval(reconcilePass, 60_000).unref();
     const purge = () => void purgeUnreferencedInputs(db, store).catch((err) => log.warn('input purge failed', { error: String(err) }));
     setInterval(purge, 10 * 60_000).unref();
-    log.info('worker running', { taskQueue: config.taskQueue, temporal: address });
+    log.info('worker running', { taskQueue: config.taskQueue, providerQueues: workers.slice(1).map((w) => w.options.taskQueue), temporal: address });
   }
 
   let server: http.Server | undefined;
@@ -87,7 +88,7 @@ async function main(mode: Mode): Promise<void> {
     log.info('shutting down', { signal });
     const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
     server?.closeIdleConnections();
-    worker?.shutdown();
+    for (const w of workers) w.shutdown();
     await Promise.allSettled([closing, workerRun]);
     await temporal.connection.close().catch(() => undefined);
     await db.destroy().catch(() => undefined);

@@ -4,30 +4,33 @@
  * Bookkeeping runs outside cancellation, so a cancel request can stop the render but never half a settlement.
  */
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched, proxyActivities, upsertSearchAttributes,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched, proxyActivities, RetryPolicy, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
 import { announceOutcome } from './announce';
+import { renderAsset } from './render';
 
 const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' }, // until the database answers again
 });
 
-const provider = proxyActivities<Activities>({
-  ...TIMEOUTS.provider,
-  retry: {
-    initialInterval: '2 seconds',
-    backoffCoefficient: 2,
-    maximumInterval: '1 minute',
-    maximumAttempts: 4,
-    nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES,
-  },
-});
+const providerRetry: RetryPolicy = {
+  initialInterval: '2 seconds',
+  backoffCoefficient: 2,
+  maximumInterval: '1 minute',
+  maximumAttempts: 4,
+  nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES,
+};
+
+/** The main task queue's provider call, for workflows started before provider routing. */
+const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, retry: providerRetry });
 
 export interface ActionWorkflowInput {
   actionId: number;
+  /** The provider's task queue (absent in workflows started before provider routing). */
+  provider?: ProviderRoute;
 }
 
 export type ActionOutcome =
@@ -53,7 +56,7 @@ async function announce(actionId: number, outcome: 'completed' | 'failed'): Prom
   if (patched('webhook-deliveries')) await announceOutcome(actionId, outcome);
 }
 
-export async function actionWorkflow({ actionId }: ActionWorkflowInput): Promise<ActionOutcome> {
+export async function actionWorkflow({ actionId, provider: route }: ActionWorkflowInput): Promise<ActionOutcome> {
   if ((await settle(() => bookkeeping.startProcessing(actionId))) === 'cancelled') {
     setStatus('cancelled');
     return { status: 'cancelled' };
@@ -62,7 +65,7 @@ export async function actionWorkflow({ actionId }: ActionWorkflowInput): Promise
 
   let assetPath: string;
   try {
-    assetPath = await provider.generateAsset(actionId);
+    assetPath = await renderAsset(actionId, route, providerRetry, provider.generateAsset);
   } catch (err) {
     if (isCancellation(err)) {
       const outcome = await settle(() => bookkeeping.cancelAction(actionId));

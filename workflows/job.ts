@@ -16,8 +16,9 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { JobMove } from '../activities/job-lifecycle';
-import { NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
 import { announceOutcome } from './announce';
+import { renderAsset } from './render';
 
 const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
@@ -25,7 +26,8 @@ const bookkeeping = proxyActivities<Activities>({
 });
 
 /** One provider attempt per call: the workflow owns the retries. */
-const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, retry: { maximumAttempts: 1 } });
+const providerRetry = { maximumAttempts: 1 };
+const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, retry: providerRetry });
 
 export interface JobInput {
   jobId: string;
@@ -33,6 +35,8 @@ export interface JobInput {
   maxAttempts: number;
   /** First backoff between attempts; doubles after each. */
   backoffMs: number;
+  /** The provider's task queue (absent in workflows started before provider routing). */
+  provider?: ProviderRoute;
 }
 
 export type JobOutcome = { status: 'succeeded'; assetPath: string } | { status: 'failed' | 'dead_letter'; error: string } | { status: 'cancelled' };
@@ -54,7 +58,7 @@ function classify(err: unknown): Failure {
   return { retryable: true, code: 'provider_error', message: 'The provider failed' };
 }
 
-export async function jobWorkflow({ jobId, actionId, maxAttempts, backoffMs }: JobInput): Promise<JobOutcome> {
+export async function jobWorkflow({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
   const move = async (step: JobMove): Promise<void> => {
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: step.status }, { key: SEARCH_ATTRIBUTES.jobPhase, value: step.phase }]);
     if ((await settle(() => bookkeeping.moveJob(jobId, step))) === 'cancelled') throw new JobCancelled();
@@ -69,7 +73,7 @@ export async function jobWorkflow({ jobId, actionId, maxAttempts, backoffMs }: J
       await move({ status: 'running', phase: 'provider_reserved', attempt: true });
       await move({ status: 'running', phase: 'provider_running' });
       try {
-        assetPath = await provider.generateAsset(actionId);
+        assetPath = await renderAsset(actionId, route, providerRetry, provider.generateAsset);
       } catch (err) {
         if (isCancellation(err)) throw err;
         const failure = classify(err);

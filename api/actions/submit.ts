@@ -10,6 +10,7 @@ import { sqlRow } from '../../src/db/sql';
 import { abandonStart, confirmStart } from '../../src/domain/action-states';
 import { holdSparks, InsufficientSparks } from '../../src/domain/billing';
 import { log } from '../../src/log';
+import { ProviderRoute, providerTaskQueue } from '../../src/temporal/contract';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import type { JobType } from '../../src/domain/jobs';
 import { generationUnavailable, insufficientTokens } from '../errors';
@@ -59,16 +60,27 @@ async function place(m: EntityManager, caller: Caller, placement: Placement) {
   return { projectId, cardId: card!.id as number, parentActionId: null, depth: 0 };
 }
 
+/** The provider that serves this product, and where its calls run. */
+function routeFor({ providers, config }: Pick<ApiServices, 'providers' | 'config'>, product: ActionProduct): { name: string; route: ProviderRoute } {
+  if (product === 'video') {
+    const { name, pollIntervalSeconds } = providers.video;
+    return { name, route: { taskQueue: providerTaskQueue(config.taskQueue, name), pollSeconds: pollIntervalSeconds } };
+  }
+  return { name: providers.image.name, route: { taskQueue: providerTaskQueue(config.taskQueue, providers.image.name) } };
+}
+
 async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse> {
   const { db, temporal, config } = services;
+  const provider = routeFor(services, spec.product);
   const { placed, response } = await db.transaction(async (m) => {
     if (spec.idempotency) await claimKey(m, spec.idempotency);
     const where = await place(m, spec.caller, spec.placement);
     const action = await sqlRow(m,
-      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, start_state, depth, parent_action_id, price, params, client_group_id, webhook_url)
-       VALUES ($1, $2, $3, $4, $5, 'pending', 'starting', $6, $7, $8, $9, $10, $11) RETURNING id`,
+      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, start_state, depth, parent_action_id, price, params,
+                            client_group_id, webhook_url, provider)
+       VALUES ($1, $2, $3, $4, $5, 'pending', 'starting', $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
       [spec.caller.accountId, where.projectId, where.cardId, spec.type, spec.product, where.depth, where.parentActionId,
-        spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null]);
+        spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null, provider.name]);
     try {
       await holdSparks(m, spec.caller.accountId, action!.id, spec.price);
     } catch (err) {
@@ -76,8 +88,8 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
       throw err;
     }
     if (spec.job) {
-      await m.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, $4, 'queued', 'queued')`,
-        [spec.job.id, spec.caller.accountId, action!.id, spec.job.type]);
+      await m.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase, provider) VALUES ($1, $2, $3, $4, 'queued', 'queued', $5)`,
+        [spec.job.id, spec.caller.accountId, action!.id, spec.job.type, provider.name]);
     }
     const placed: PlacedAction = { actionId: action!.id, projectId: where.projectId, cardId: where.cardId };
     const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
@@ -90,9 +102,13 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
   try {
     await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
     if (spec.job) {
-      await startJobWorkflow(temporal, config, { jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId: spec.caller.accountId });
+      await startJobWorkflow(temporal, config, {
+        jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId: spec.caller.accountId, provider: provider.route,
+      });
     } else {
-      await startActionWorkflow(temporal, config.taskQueue, { id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product });
+      await startActionWorkflow(temporal, config.taskQueue, {
+        id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product, provider: provider.route,
+      });
     }
   } catch (err) {
     log.error('could not store the inputs or start the workflow', { actionId: placed.actionId, error: (err as Error).message });

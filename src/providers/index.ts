@@ -19,9 +19,6 @@ export interface Providers {
   unavailable: Partial<Record<Capability, string>>;
 }
 
-/** The task queue of a provider's calls; its workers cap concurrency and rate for every worker process at once. */
-export const providerTaskQueue = (providerName: string): string => `imagery-provider-${providerName}`;
-
 /** One provider doing everything (the local renderer, or a test's scripted provider). */
 export function allFrom(provider: ImageProvider & TextProvider & VideoProvider): Providers {
   return { image: provider, text: provider, video: provider, unavailable: {} };

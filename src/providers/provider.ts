@@ -128,7 +128,8 @@ export interface VideoProvider {
  * permanent refusal (bad input, content policy) that would fail the same way again.
  */
 export class ProviderError extends Error {
-  constructor(message: string, readonly code: string, readonly retryable: boolean) {
+  /** `taskEnded`: a provider task (a video) ended in this failure, so a retry must submit a new one. */
+  constructor(message: string, readonly code: string, readonly retryable: boolean, readonly taskEnded = false) {
     super(message);
     this.name = 'ProviderError';
   }

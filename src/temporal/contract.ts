@@ -27,6 +27,20 @@ export const deliveryWorkflowId = (deliveryId: string): string => `delivery-${de
 /** The announcement of an outcome decided outside the action's workflow (by the reconciler). */
 export const announcementWorkflowId = (actionId: number, outcome: 'completed' | 'failed'): string => `announce-${outcome}-${actionId}`;
 
+/**
+ * Where an action's provider calls run, decided when the action is accepted. Workflows started before provider
+ * routing have none and call the provider on the main task queue.
+ */
+export interface ProviderRoute {
+  /** The provider's own task queue (`providerTaskQueue`), served by workers that cap its concurrency and rate. */
+  taskQueue: string;
+  /** Set for videos: the render is advanced one short activity at a time, with this many seconds of timer between. */
+  pollSeconds?: number;
+}
+
+/** `imagery-provider-gemini`: one task queue per provider, next to the main one, shared by every worker process. */
+export const providerTaskQueue = (taskQueue: string, providerName: string): string => `${taskQueue}-provider-${providerName}`;
+
 /** A provider activity that has not heartbeated for this long has lost its worker. */
 export const PROVIDER_HEARTBEAT_TIMEOUT_SECONDS = 10;
 

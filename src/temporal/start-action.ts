@@ -1,6 +1,9 @@
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { ActionProduct, ActionType } from '../db/entities/action';
-import { actionWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from './contract';
+import { actionWorkflowId, jobWorkflowId, ProviderRoute, SEARCH_ATTRIBUTES } from './contract';
+
+/** The provider's queue in the Web UI summary. */
+const routeNote = (route?: ProviderRoute): string => (route ? ` · ${route.taskQueue}` : '');
 import type { JobType } from '../domain/jobs';
 
 /**
@@ -8,14 +11,14 @@ import type { JobType } from '../domain/jobs';
  * reconciler) finds the workflow instead of making a second one; a closed one is left to the reconciler.
  */
 export async function startActionWorkflow(
-  client: Client, taskQueue: string, action: { id: number; accountId: number; type: ActionType; product: ActionProduct },
+  client: Client, taskQueue: string, action: { id: number; accountId: number; type: ActionType; product: ActionProduct; provider?: ProviderRoute },
 ): Promise<void> {
   try {
     await client.workflow.start('actionWorkflow', {
       taskQueue,
       workflowId: actionWorkflowId(action.id),
-      args: [{ actionId: action.id }],
-      staticSummary: `${action.product} ${action.type} · action ${action.id} · account ${action.accountId}`,
+      args: [{ actionId: action.id, ...(action.provider ? { provider: action.provider } : {}) }],
+      staticSummary: `${action.product} ${action.type} · action ${action.id} · account ${action.accountId}${routeNote(action.provider)}`,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE, // one action, one workflow, ever
       typedSearchAttributes: [
         { key: SEARCH_ATTRIBUTES.accountId, value: action.accountId },
@@ -32,14 +35,17 @@ export async function startActionWorkflow(
 /** Starts the workflow of a v2 job (`job-<uuid>`), which runs its action. */
 export async function startJobWorkflow(
   client: Client, config: { taskQueue: string; jobMaxAttempts: number; jobRetryBackoffMs: number },
-  job: { jobId: string; type: JobType; actionId: number; accountId: number },
+  job: { jobId: string; type: JobType; actionId: number; accountId: number; provider?: ProviderRoute },
 ): Promise<void> {
   try {
     await client.workflow.start('jobWorkflow', {
       taskQueue: config.taskQueue,
       workflowId: jobWorkflowId(job.jobId),
-      args: [{ jobId: job.jobId, actionId: job.actionId, maxAttempts: config.jobMaxAttempts, backoffMs: config.jobRetryBackoffMs }],
-      staticSummary: `${job.type} · job ${job.jobId} · action ${job.actionId} · account ${job.accountId}`,
+      args: [{
+        jobId: job.jobId, actionId: job.actionId, maxAttempts: config.jobMaxAttempts, backoffMs: config.jobRetryBackoffMs,
+        ...(job.provider ? { provider: job.provider } : {}),
+      }],
+      staticSummary: `${job.type} · job ${job.jobId} · action ${job.actionId} · account ${job.accountId}${routeNote(job.provider)}`,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       typedSearchAttributes: [
         { key: SEARCH_ATTRIBUTES.accountId, value: job.accountId },

@@ -2,6 +2,7 @@
 import { NativeConnection, Runtime, Worker, WorkerOptions, DefaultLogger } from '@temporalio/worker';
 import { createActivities, ActivityDeps } from '../../activities';
 import { logLevel } from '../log';
+import { providerTaskQueue } from './contract';
 
 let runtimeInstalled = false;
 
@@ -23,6 +24,35 @@ export interface WorkerSetup {
   deps: ActivityDeps;
   /** A prebuilt bundle (tests share one); by default workflows/ is bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+}
+
+export interface ProviderQueueLimits {
+  /** Provider calls one worker process runs at once. */
+  maxConcurrent: number;
+  /** Provider calls per second on the task queue, across every worker process (0: unlimited). */
+  maxPerSecond: number;
+}
+
+/**
+ * Workers for the providers' own task queues (`<task queue>-provider-<name>`): activities only, with the
+ * provider's concurrency cap per process and its rate cap enforced by the server for the whole queue, so a
+ * provider's quota holds however many worker processes run.
+ */
+export async function createProviderWorkers(
+  setup: Omit<WorkerSetup, 'workflowBundle'>, connection: NativeConnection, providerNames: string[], limits: (name: string) => ProviderQueueLimits,
+): Promise<Worker[]> {
+  return Promise.all([...new Set(providerNames)].map((name) => {
+    const { maxConcurrent, maxPerSecond } = limits(name);
+    return Worker.create({
+      connection,
+      namespace: setup.namespace,
+      taskQueue: providerTaskQueue(setup.taskQueue, name),
+      activities: createActivities(setup.deps),
+      maxConcurrentActivityTaskExecutions: maxConcurrent,
+      ...(maxPerSecond > 0 ? { maxTaskQueueActivitiesPerSecond: maxPerSecond } : {}),
+      shutdownGraceTime: '20 seconds',
+    });
+  }));
 }
 
 export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker; connection: NativeConnection }> {

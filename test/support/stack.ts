@@ -22,7 +22,7 @@ import { OutboundPolicy } from '../../src/net/outbound';
 import { SecretBox } from '../../src/secrets';
 import type { ActivityDeps } from '../../activities';
 import { connectClient } from '../../src/temporal/client';
-import { createWorker } from '../../src/temporal/worker';
+import { createProviderWorkers, createWorker } from '../../src/temporal/worker';
 import { testEnvironment } from './environment';
 
 export interface Stack {
@@ -69,12 +69,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
   let worker: Worker | undefined;
   let connection: NativeConnection | undefined;
-  let running: Promise<void> | undefined;
+  let running: Promise<unknown> | undefined;
+  let providerWorkers: Worker[] = [];
   if (options.withWorker !== false) {
-    ({ worker, connection } = await createWorker({
-      address: env.temporalAddress, namespace: 'default', taskQueue, deps, workflowBundle: env.workflowBundle,
-    }));
-    running = worker.run();
+    const setup = { address: env.temporalAddress, namespace: 'default', taskQueue, deps };
+    ({ worker, connection } = await createWorker({ ...setup, workflowBundle: env.workflowBundle }));
+    providerWorkers = await createProviderWorkers(setup, connection, [deps.providers.image.name, deps.providers.video.name],
+      () => ({ maxConcurrent: 10, maxPerSecond: 0 }));
+    running = Promise.all([worker, ...providerWorkers].map((w) => w.run()));
   }
 
   const server = http.createServer();
@@ -95,7 +97,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (worker) {
-        worker.shutdown();
+        for (const w of [worker, ...providerWorkers]) w.shutdown();
         await running;
         await connection?.close();
       }

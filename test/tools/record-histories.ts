@@ -11,7 +11,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
-import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId, providerTaskQueue } from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import { randomUUID } from 'node:crypto';
@@ -60,14 +60,41 @@ async function recordAnnouncement(stack: Stack): Promise<void> {
   await receiver.close();
 }
 
+/** Workflows started with a provider route (v3): the provider's calls on its own task queue; a video advanced on timers. */
+async function recordRouted(stack: Stack, input: string): Promise<void> {
+  const route = { taskQueue: providerTaskQueue(stack.taskQueue, 'local') };
+  for (const [name, product, params, provider] of [
+    ['photo-completed', 'photo', { inputs: [input], resolution: '1K' }, route],
+    ['video-completed', 'video', { input, scenario: '', durationSec: 5, loopMode: false, cardMode: false, aspectRatio: '3:4' }, { ...route, pollSeconds: 1 }],
+  ] as const) {
+    const { accountId } = await newAccount(stack.db, 50);
+    const actionId = await placeAction(stack.db, accountId, { product, params, hold: 5 });
+    await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' ? 'generate' : product, product, provider });
+    const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
+    await handle.result();
+    await save(handle, `action-workflow.${name}`);
+  }
+  const { accountId } = await newAccount(stack.db, 50);
+  const actionId = await placeAction(stack.db, accountId, { params: { inputs: [input], resolution: '1K' }, hold: 5 });
+  const jobId = randomUUID();
+  await stack.db.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, 'generation.execute', 'queued', 'queued')`, [jobId, accountId, actionId]);
+  await startJobWorkflow(stack.temporal, { taskQueue: stack.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, { jobId, type: 'generation.execute', actionId, accountId, provider: route });
+  const handle = stack.temporal.workflow.getHandle(jobWorkflowId(jobId));
+  await handle.result();
+  await save(handle, 'job-workflow.succeeded');
+}
+
 async function main(): Promise<void> {
   setLogLevel('error');
   await setUpEnvironment();
   try {
     const stack = await startStack();
-    // HISTORY_ONLY=announcement records just the workflow added after the others were released.
-    await recordAnnouncement(stack);
-    if (process.env.HISTORY_ONLY === 'announcement') {
+    // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues).
+    if (process.env.HISTORY_ONLY) {
+      const input = `inputs/record-${Date.now()}.jpg`;
+      await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
+      if (process.env.HISTORY_ONLY === 'announcement') await recordAnnouncement(stack);
+      if (process.env.HISTORY_ONLY === 'routing') await recordRouted(stack, input);
       await stack.stop();
       return;
     }
@@ -76,6 +103,8 @@ async function main(): Promise<void> {
     const garbage = `inputs/record-garbage-${Date.now()}.jpg`;
     await stack.store.put(garbage, Buffer.from('not an image'));
     const photo = { inputs: [input], resolution: '1K' };
+    await recordAnnouncement(stack);
+    await recordRouted(stack, input);
 
     const photoId = await record(stack, 'photo-completed', 'photo', photo);
     await record(stack, 'photo-refused', 'photo', { inputs: [garbage] });
