@@ -42,8 +42,26 @@ export interface Config {
   imageProvider: 'local' | 'gemini';
   textProvider: 'local' | 'gemini';
   videoProvider: 'local' | 'runway';
+  /** Runway (`VIDEO_PROVIDER=runway`); without a key the video provider is "not configured". */
+  runwayApiKey: string | undefined;
+  runwayBaseUrl: string;
+  /** Runway's image-to-video model; it decides which ratios exist and whether a last frame can be sent. */
+  runwayVideoModel: 'gen4_turbo' | 'gen4.5' | 'gemini_omni_flash_1.1';
+  /** Seconds between two polls of a Runway task (Runway asks for no more than one every 5 s). */
+  runwayPollIntervalSeconds: number;
+  /** Deadline of one Runway API request (submit, poll, cancel). */
+  runwayTimeoutMs: number;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
+}
+
+/** A non-negative number, fractions allowed (intervals in seconds). */
+function num(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return value;
 }
 
 function int(name: string, fallback: number): number {
@@ -99,6 +117,11 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     imageProvider: oneOf('IMAGE_PROVIDER', ['local', 'gemini'] as const),
     textProvider: oneOf('TEXT_PROVIDER', ['local', 'gemini'] as const),
     videoProvider: oneOf('VIDEO_PROVIDER', ['local', 'runway'] as const),
+    runwayApiKey: str('RUNWAY_API_KEY')?.trim() || undefined,
+    runwayBaseUrl: (str('RUNWAY_BASE_URL') ?? 'https://api.dev.runwayml.com').replace(/\/+$/, ''),
+    runwayVideoModel: oneOf('RUNWAY_VIDEO_MODEL', ['gen4_turbo', 'gen4.5', 'gemini_omni_flash_1.1'] as const),
+    runwayPollIntervalSeconds: num('RUNWAY_POLL_INTERVAL_SECONDS', 6),
+    runwayTimeoutMs: int('RUNWAY_TIMEOUT_MS', 30_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };
