@@ -44,8 +44,26 @@ export interface Config {
   videoProvider: 'local' | 'runway';
   /** Concurrency and rate caps of each provider's task queue (`<NAME>_MAX_CONCURRENCY`, `<NAME>_MAX_PER_SECOND`). */
   providerLimits: (providerName: string) => { maxConcurrent: number; maxPerSecond: number };
+  /** Runway (`VIDEO_PROVIDER=runway`); without a key the video provider is "not configured". */
+  runwayApiKey: string | undefined;
+  runwayBaseUrl: string;
+  /** Runway's image-to-video model; it decides which ratios exist and whether a last frame can be sent. */
+  runwayVideoModel: 'gen4_turbo' | 'gen4.5' | 'gemini_omni_flash_1.1';
+  /** Seconds between two polls of a Runway task (Runway asks for no more than one every 5 s). */
+  runwayPollIntervalSeconds: number;
+  /** Deadline of one Runway API request (submit, poll, cancel). */
+  runwayTimeoutMs: number;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
+}
+
+/** A non-negative number, fractions allowed (intervals in seconds). */
+function num(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return value;
 }
 
 function int(name: string, fallback: number): number {
@@ -105,6 +123,11 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       maxConcurrent: Math.max(1, int(`${name.toUpperCase()}_MAX_CONCURRENCY`, int('PROVIDER_MAX_CONCURRENCY', 4))),
       maxPerSecond: int(`${name.toUpperCase()}_MAX_PER_SECOND`, int('PROVIDER_MAX_PER_SECOND', 0)),
     }),
+    runwayApiKey: str('RUNWAY_API_KEY')?.trim() || undefined,
+    runwayBaseUrl: (str('RUNWAY_BASE_URL') ?? 'https://api.dev.runwayml.com').replace(/\/+$/, ''),
+    runwayVideoModel: oneOf('RUNWAY_VIDEO_MODEL', ['gen4_turbo', 'gen4.5', 'gemini_omni_flash_1.1'] as const),
+    runwayPollIntervalSeconds: num('RUNWAY_POLL_INTERVAL_SECONDS', 6),
+    runwayTimeoutMs: int('RUNWAY_TIMEOUT_MS', 30_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

@@ -168,13 +168,13 @@ export class OutboundPolicy {
   }
 
   /** GET with redirects (each re-checked), a size cap and one deadline for all hops; answers the body and its content type. */
-  async fetchBytes(raw: string, options: { maxBytes: number; timeoutMs: number; maxRedirects?: number }): Promise<{ bytes: Buffer; contentType: string | undefined }> {
+  async fetchBytes(raw: string, options: { maxBytes: number; timeoutMs: number; maxRedirects?: number; accept?: string }): Promise<{ bytes: Buffer; contentType: string | undefined }> {
     let url = this.checkUrl(raw);
     const deadline = Date.now() + options.timeoutMs;
     for (let hop = 0; hop <= (options.maxRedirects ?? 3); hop++) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new OutboundFailed(`timed out after ${options.timeoutMs} ms`);
-      const response = await this.request(url, { method: 'GET', headers: { Accept: 'image/*' }, timeoutMs: remaining, maxBodyBytes: options.maxBytes });
+      const response = await this.request(url, { method: 'GET', headers: { Accept: options.accept ?? 'image/*' }, timeoutMs: remaining, maxBodyBytes: options.maxBytes });
       const { status, headers } = response;
       if (status >= 300 && status < 400 && headers.location) {
         url = this.checkUrl(new URL(headers.location, url).toString());

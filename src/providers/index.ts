@@ -4,10 +4,13 @@
  * the service still starts, the API refuses what needs it before holding anything (503), and its slot holds a
  * stand-in that refuses every call, so nothing reaches a provider that cannot answer.
  */
+import type { Config } from '../config';
+import { OutboundPolicy } from '../net/outbound';
 import { LocalRenderer } from './local-renderer';
 import {
   ImageProvider, ProviderError, TextProvider, VideoProvider,
 } from './provider';
+import { RunwayProvider } from './runway';
 
 export type Capability = 'image' | 'text' | 'video';
 
@@ -54,12 +57,32 @@ export interface ProviderConfig {
   videoProvider: 'local' | 'runway';
   localRendererDelayMs: number;
   ffmpegPath: string | undefined;
+  /** Runway settings (`VIDEO_PROVIDER=runway`); without a key the video provider is not configured. */
+  runwayApiKey?: string;
+  runwayBaseUrl?: Config['runwayBaseUrl'];
+  runwayVideoModel?: Config['runwayVideoModel'];
+  runwayPollIntervalSeconds?: number;
+  runwayTimeoutMs?: number;
+  outboundAllowCidrs?: string[];
+}
+
+/** The Runway adapter, or why it cannot be used. */
+function runway(config: ProviderConfig): VideoProvider | string {
+  if (!config.runwayApiKey) return 'RUNWAY_API_KEY is not set';
+  return new RunwayProvider({
+    apiKey: config.runwayApiKey,
+    baseUrl: config.runwayBaseUrl ?? 'https://api.dev.runwayml.com',
+    model: config.runwayVideoModel ?? 'gen4_turbo',
+    pollIntervalSeconds: config.runwayPollIntervalSeconds ?? 6,
+    timeoutMs: config.runwayTimeoutMs ?? 30_000,
+    outbound: new OutboundPolicy(config.outboundAllowCidrs),
+  });
 }
 
 export function createProviders(config: ProviderConfig): Providers {
   const local = new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath });
   const providers = allFrom(local);
-  // Remote adapters are added here as they land (Gemini for image and text, Runway for video).
+  // Remote adapters are added here as they land (Gemini for image and text).
   const pick = <C extends Capability>(capability: C, name: string): void => {
     if (name === 'local') return;
     const reason = `${name} is not available in this build`;
@@ -68,6 +91,14 @@ export function createProviders(config: ProviderConfig): Providers {
   };
   pick('image', config.imageProvider);
   pick('text', config.textProvider);
-  pick('video', config.videoProvider);
+  if (config.videoProvider === 'runway') {
+    const video = runway(config);
+    if (typeof video === 'string') {
+      providers.video = new UnconfiguredProvider('runway', video);
+      providers.unavailable.video = video;
+    } else {
+      providers.video = video;
+    }
+  }
   return providers;
 }
