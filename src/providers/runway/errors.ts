@@ -45,14 +45,15 @@ export function requestError(err: unknown, what: string): ProviderError {
 export function taskFailure(failureCode: string | undefined, failure: string): ProviderError {
   const code = failureCode ?? 'unknown';
   const message = `Runway could not render the video (${code}): ${failure}`;
-  if (code.startsWith('SAFETY.') || code === 'INPUT_PREPROCESSING.SAFETY.TEXT') return new ProviderError(message, 'safety', false);
-  if (code.startsWith('INTERNAL.BAD_OUTPUT.')) return new ProviderError(message, 'bad_output', true);
-  if (code === 'INPUT_PREPROCESSING.INTERNAL') return new ProviderError(message, 'task_failed', true);
-  return new ProviderError(message, 'task_failed', false);
+  // The task is over in every case: a retry must submit a new one (`taskEnded`).
+  if (code.startsWith('SAFETY.') || code === 'INPUT_PREPROCESSING.SAFETY.TEXT') return new ProviderError(message, 'safety', false, true);
+  if (code.startsWith('INTERNAL.BAD_OUTPUT.')) return new ProviderError(message, 'bad_output', true, true);
+  if (code === 'INPUT_PREPROCESSING.INTERNAL') return new ProviderError(message, 'task_failed', true, true);
+  return new ProviderError(message, 'task_failed', false, true);
 }
 
 export const taskCancelled = (taskId: string): ProviderError =>
-  new ProviderError(`The Runway task ${taskId} was cancelled`, 'cancelled', false);
+  new ProviderError(`The Runway task ${taskId} was cancelled`, 'cancelled', false, true);
 
 /**
  * The download of a finished task's output. A refused address or an oversized file will not change on a retry;
@@ -66,5 +67,6 @@ export function downloadError(err: unknown): ProviderError {
   return new ProviderError(`Runway's output could not be downloaded: ${reason}`, 'download_failed', true);
 }
 
+/** The task succeeded but its output is unusable: a retry submits a new task. */
 export const badOutput = (reason: string): ProviderError =>
-  new ProviderError(`Runway's output is not usable: ${reason}`, 'bad_output', true);
+  new ProviderError(`Runway's output is not usable: ${reason}`, 'bad_output', true, true);
