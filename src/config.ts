@@ -42,6 +42,13 @@ export interface Config {
   imageProvider: 'local' | 'gemini';
   textProvider: 'local' | 'gemini';
   videoProvider: 'local' | 'runway';
+  /** Gemini (`IMAGE_PROVIDER` / `TEXT_PROVIDER` `gemini`); without a key a selected Gemini is not configured. */
+  geminiApiKey: string | undefined;
+  geminiBaseUrl: string;
+  geminiImageModel: string;
+  geminiTextModel: string;
+  /** Deadline of one Gemini request (connect to the last byte of the answer). */
+  geminiTimeoutMs: number;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
 }
@@ -99,6 +106,11 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     imageProvider: oneOf('IMAGE_PROVIDER', ['local', 'gemini'] as const),
     textProvider: oneOf('TEXT_PROVIDER', ['local', 'gemini'] as const),
     videoProvider: oneOf('VIDEO_PROVIDER', ['local', 'runway'] as const),
+    geminiApiKey: str('GEMINI_API_KEY'),
+    geminiBaseUrl: (str('GEMINI_BASE_URL') ?? 'https://generativelanguage.googleapis.com').replace(/\/+$/, ''),
+    geminiImageModel: str('GEMINI_IMAGE_MODEL') ?? 'gemini-3.1-flash-image',
+    geminiTextModel: str('GEMINI_TEXT_MODEL') ?? 'gemini-3.5-flash',
+    geminiTimeoutMs: int('GEMINI_TIMEOUT_MS', 120_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

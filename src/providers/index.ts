@@ -4,6 +4,7 @@
  * the service still starts, the API refuses what needs it before holding anything (503), and its slot holds a
  * stand-in that refuses every call, so nothing reaches a provider that cannot answer.
  */
+import { GeminiProvider } from './gemini';
 import { LocalRenderer } from './local-renderer';
 import {
   ImageProvider, ProviderError, TextProvider, VideoProvider,
@@ -57,15 +58,28 @@ export interface ProviderConfig {
   videoProvider: 'local' | 'runway';
   localRendererDelayMs: number;
   ffmpegPath: string | undefined;
+  geminiApiKey: string | undefined;
+  geminiBaseUrl: string;
+  geminiImageModel: string;
+  geminiTextModel: string;
+  geminiTimeoutMs: number;
 }
 
 export function createProviders(config: ProviderConfig): Providers {
   const local = new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath });
   const providers = allFrom(local);
-  // Remote adapters are added here as they land (Gemini for image and text, Runway for video).
+  // One Gemini client serves images and text when both select it.
+  const gemini = config.geminiApiKey ? new GeminiProvider({
+    apiKey: config.geminiApiKey, baseUrl: config.geminiBaseUrl, imageModel: config.geminiImageModel,
+    textModel: config.geminiTextModel, timeoutMs: config.geminiTimeoutMs,
+  }) : undefined;
   const pick = <C extends Capability>(capability: C, name: string): void => {
     if (name === 'local') return;
-    const reason = `${name} is not available in this build`;
+    if (name === 'gemini' && gemini) {
+      (providers as unknown as Record<C, unknown>)[capability] = gemini;
+      return;
+    }
+    const reason = name === 'gemini' ? 'GEMINI_API_KEY is not set' : `${name} is not available in this build`;
     (providers as unknown as Record<C, unknown>)[capability] = new UnconfiguredProvider(name, reason);
     providers.unavailable[capability] = reason;
   };
