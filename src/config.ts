@@ -53,6 +53,13 @@ export interface Config {
   runwayPollIntervalSeconds: number;
   /** Deadline of one Runway API request (submit, poll, cancel). */
   runwayTimeoutMs: number;
+  /** Gemini (`IMAGE_PROVIDER` / `TEXT_PROVIDER` `gemini`); without a key a selected Gemini is not configured. */
+  geminiApiKey: string | undefined;
+  geminiBaseUrl: string;
+  geminiImageModel: string;
+  geminiTextModel: string;
+  /** Deadline of one Gemini request (connect to the last byte of the answer). */
+  geminiTimeoutMs: number;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
 }
@@ -128,6 +135,11 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     runwayVideoModel: oneOf('RUNWAY_VIDEO_MODEL', ['gen4_turbo', 'gen4.5', 'gemini_omni_flash_1.1'] as const),
     runwayPollIntervalSeconds: num('RUNWAY_POLL_INTERVAL_SECONDS', 6),
     runwayTimeoutMs: int('RUNWAY_TIMEOUT_MS', 30_000),
+    geminiApiKey: str('GEMINI_API_KEY'),
+    geminiBaseUrl: (str('GEMINI_BASE_URL') ?? 'https://generativelanguage.googleapis.com').replace(/\/+$/, ''),
+    geminiImageModel: str('GEMINI_IMAGE_MODEL') ?? 'gemini-3.1-flash-image',
+    geminiTextModel: str('GEMINI_TEXT_MODEL') ?? 'gemini-3.5-flash',
+    geminiTimeoutMs: int('GEMINI_TIMEOUT_MS', 120_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };

@@ -6,6 +6,7 @@
  */
 import type { Config } from '../config';
 import { OutboundPolicy } from '../net/outbound';
+import { GeminiProvider } from './gemini';
 import { LocalRenderer } from './local-renderer';
 import {
   ImageProvider, ProviderError, TextProvider, VideoProvider,
@@ -51,54 +52,47 @@ export class UnconfiguredProvider implements ImageProvider, TextProvider, VideoP
   cancelVideo = async () => this.refuse();
 }
 
-export interface ProviderConfig {
-  imageProvider: 'local' | 'gemini';
-  textProvider: 'local' | 'gemini';
-  videoProvider: 'local' | 'runway';
-  localRendererDelayMs: number;
-  ffmpegPath: string | undefined;
-  /** Runway settings (`VIDEO_PROVIDER=runway`); without a key the video provider is not configured. */
-  runwayApiKey?: string;
-  runwayBaseUrl?: Config['runwayBaseUrl'];
-  runwayVideoModel?: Config['runwayVideoModel'];
-  runwayPollIntervalSeconds?: number;
-  runwayTimeoutMs?: number;
-  outboundAllowCidrs?: string[];
+export type ProviderConfig = Pick<Config,
+  | 'imageProvider' | 'textProvider' | 'videoProvider' | 'localRendererDelayMs' | 'ffmpegPath' | 'outboundAllowCidrs'
+  | 'geminiApiKey' | 'geminiBaseUrl' | 'geminiImageModel' | 'geminiTextModel' | 'geminiTimeoutMs'
+  | 'runwayApiKey' | 'runwayBaseUrl' | 'runwayVideoModel' | 'runwayPollIntervalSeconds' | 'runwayTimeoutMs'>;
+
+/** The Gemini adapter (images and text: one client serves both), or why it cannot be used. */
+function gemini(config: ProviderConfig): GeminiProvider | string {
+  if (!config.geminiApiKey) return 'GEMINI_API_KEY is not set';
+  return new GeminiProvider({
+    apiKey: config.geminiApiKey, baseUrl: config.geminiBaseUrl, imageModel: config.geminiImageModel,
+    textModel: config.geminiTextModel, timeoutMs: config.geminiTimeoutMs,
+  });
 }
 
-/** The Runway adapter, or why it cannot be used. */
-function runway(config: ProviderConfig): VideoProvider | string {
+/** The Runway adapter (video), or why it cannot be used. */
+function runway(config: ProviderConfig): RunwayProvider | string {
   if (!config.runwayApiKey) return 'RUNWAY_API_KEY is not set';
   return new RunwayProvider({
-    apiKey: config.runwayApiKey,
-    baseUrl: config.runwayBaseUrl ?? 'https://api.dev.runwayml.com',
-    model: config.runwayVideoModel ?? 'gen4_turbo',
-    pollIntervalSeconds: config.runwayPollIntervalSeconds ?? 6,
-    timeoutMs: config.runwayTimeoutMs ?? 30_000,
+    apiKey: config.runwayApiKey, baseUrl: config.runwayBaseUrl, model: config.runwayVideoModel,
+    pollIntervalSeconds: config.runwayPollIntervalSeconds, timeoutMs: config.runwayTimeoutMs,
     outbound: new OutboundPolicy(config.outboundAllowCidrs),
   });
 }
 
 export function createProviders(config: ProviderConfig): Providers {
-  const local = new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath });
-  const providers = allFrom(local);
-  // Remote adapters are added here as they land (Gemini for image and text).
-  const pick = <C extends Capability>(capability: C, name: string): void => {
+  const providers = allFrom(new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath }));
+  const remote = { gemini: config.imageProvider === 'gemini' || config.textProvider === 'gemini' ? gemini(config) : undefined,
+    runway: config.videoProvider === 'runway' ? runway(config) : undefined };
+  const pick = (capability: Capability, name: 'local' | 'gemini' | 'runway'): void => {
     if (name === 'local') return;
-    const reason = `${name} is not available in this build`;
-    (providers as unknown as Record<C, unknown>)[capability] = new UnconfiguredProvider(name, reason);
-    providers.unavailable[capability] = reason;
+    const adapter = remote[name]!;
+    const slot = providers as unknown as Record<Capability, unknown>;
+    if (typeof adapter !== 'string') {
+      slot[capability] = adapter;
+      return;
+    }
+    slot[capability] = new UnconfiguredProvider(name, adapter);
+    providers.unavailable[capability] = adapter;
   };
   pick('image', config.imageProvider);
   pick('text', config.textProvider);
-  if (config.videoProvider === 'runway') {
-    const video = runway(config);
-    if (typeof video === 'string') {
-      providers.video = new UnconfiguredProvider('runway', video);
-      providers.unavailable.video = video;
-    } else {
-      providers.video = video;
-    }
-  }
+  pick('video', config.videoProvider);
   return providers;
 }

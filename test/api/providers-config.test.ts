@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config';
 import { createProviders } from '../../src/providers';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';
@@ -7,7 +8,9 @@ describe('providers selected without their keys', function () {
   this.timeout(60_000);
   let stack: Stack;
   before(async () => {
-    const providers = createProviders({ imageProvider: 'gemini', textProvider: 'gemini', videoProvider: 'runway', localRendererDelayMs: 0, ffmpegPath: undefined });
+    const providers = createProviders(loadConfig({ imageProvider: 'gemini', textProvider: 'gemini', videoProvider: 'runway', geminiApiKey: undefined, localRendererDelayMs: 0 }));
+    assert.equal(providers.unavailable.image, 'GEMINI_API_KEY is not set');
+    assert.equal(providers.unavailable.text, 'GEMINI_API_KEY is not set');
     stack = await startStack({ providers });
   });
   after(() => stack.stop());

@@ -287,7 +287,7 @@ describe('Runway adapter (against a local Runway wire-format server)', function 
   });
 
   describe('configuration', () => {
-    const base = { imageProvider: 'local', textProvider: 'local', localRendererDelayMs: 0, ffmpegPath: undefined } as const;
+    const base = { ...loadConfig(), imageProvider: 'local', textProvider: 'local', localRendererDelayMs: 0, ffmpegPath: undefined, runwayApiKey: undefined } as const;
 
     it('VIDEO_PROVIDER=runway with a key selects the adapter, configured as given', async () => {
       const providers = createProviders({

@@ -1,0 +1,115 @@
+/**
+ * The Gemini adapter: photos, cards and edits from the image model, analysis and the writing helpers from the
+ * text model, all through `generateContent` of the official SDK. The SDK's own retries stay off (no
+ * `retryOptions`): Temporal owns retries. The adapter asks once more itself only when an answer came back unusable
+ * (no image, malformed JSON), which no outage explains.
+ */
+import { GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse, type Part } from '@google/genai';
+import type {
+  CardJob, EditJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, RenderedAsset, ScenarioJob, TextProvider, WishesJob,
+} from '../provider';
+import { ProviderError } from '../provider';
+import { ASKED_TWICE, badAnswer, contentRefusal, wireFailure } from './failures';
+import { editFrame, inlineImage, pictureOf } from './images';
+import { analysisPrompt, cardPrompt, editPrompt, photoPrompt, scenarioPrompt, wishesPrompt } from './prompts';
+import { ANALYSIS, SCENARIO, TextAnswer, WISHES } from './text-answers';
+
+export interface GeminiOptions {
+  apiKey: string;
+  /** Without the API version (`https://generativelanguage.googleapis.com`). */
+  baseUrl: string;
+  imageModel: string;
+  textModel: string;
+  /** Deadline of one request, connect to the last byte of the answer. */
+  timeoutMs: number;
+}
+
+/** Runs `ask`, and once more if its answer was unusable; a second unusable answer is final. */
+async function askingTwiceIfUnusable<T>(ask: () => Promise<T>): Promise<T> {
+  try {
+    return await ask();
+  } catch (err) {
+    if (err instanceof ProviderError && ASKED_TWICE.has(err.code)) return ask();
+    throw err;
+  }
+}
+
+export class GeminiProvider implements ImageProvider, TextProvider {
+  readonly name = 'gemini';
+  private readonly client: GoogleGenAI;
+
+  constructor(private readonly options: GeminiOptions) {
+    // Backend and API version explicit, so GOOGLE_GENAI_* variables of the environment cannot move the wire format.
+    this.client = new GoogleGenAI({
+      apiKey: options.apiKey, vertexai: false, apiVersion: 'v1beta',
+      httpOptions: { baseUrl: options.baseUrl, timeout: options.timeoutMs },
+    });
+  }
+
+  /** Typical seconds of one image render (thinking image models take 10-30 s). */
+  typicalSeconds(kind: ImageKind): number {
+    return kind === 'card' ? 25 : 20;
+  }
+
+  /** One generateContent call; every failure on the way, thrown or answered, leaves as a ProviderError. */
+  private async generate(model: string, parts: Part[], config: GenerateContentConfig, signal?: AbortSignal): Promise<GenerateContentResponse> {
+    let response: GenerateContentResponse;
+    try {
+      response = await this.client.models.generateContent({ model, contents: [{ role: 'user', parts }], config: { ...config, abortSignal: signal } });
+    } catch (err) {
+      throw wireFailure(err, signal, this.options.timeoutMs);
+    }
+    const refusal = contentRefusal(response);
+    if (refusal) throw refusal;
+    return response;
+  }
+
+  private image(images: Buffer[], prompt: string, frame: { aspectRatio: string; imageSize: string }, signal?: AbortSignal): Promise<RenderedAsset> {
+    const parts = [...images.map(inlineImage), { text: prompt }];
+    const config: GenerateContentConfig = { responseModalities: ['TEXT', 'IMAGE'], imageConfig: frame };
+    return askingTwiceIfUnusable(async () => pictureOf(await this.generate(this.options.imageModel, parts, config, signal)));
+  }
+
+  renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset> {
+    return this.image(job.images, photoPrompt(job), { aspectRatio: job.aspectRatio, imageSize: job.resolution }, signal);
+  }
+
+  /** Cards are rendered at 2K, as the contract prices them; the design reference is attached after the photos. */
+  renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset> {
+    const images = job.designReference ? [...job.images, job.designReference] : job.images;
+    return this.image(images, cardPrompt(job), { aspectRatio: job.aspectRatio, imageSize: '2K' }, signal);
+  }
+
+  async renderEdit(job: EditJob, signal?: AbortSignal): Promise<RenderedAsset> {
+    return this.image([job.source], editPrompt(job), await editFrame(job.source), signal);
+  }
+
+  /** A JSON answer of the text model, read and checked by `answer`. */
+  private text<T>(images: Buffer[], prompt: string, answer: TextAnswer<T>, signal?: AbortSignal): Promise<T> {
+    const parts = [...images.map(inlineImage), { text: prompt }];
+    const config: GenerateContentConfig = { responseMimeType: 'application/json', responseJsonSchema: answer.schema };
+    return askingTwiceIfUnusable(async () => {
+      const response = await this.generate(this.options.textModel, parts, config, signal);
+      const said = (response.candidates?.[0]?.content?.parts ?? []).filter((p) => p.text && !p.thought).map((p) => p.text).join('');
+      let json: unknown;
+      try {
+        json = JSON.parse(said);
+      } catch {
+        throw badAnswer(`Gemini's answer is not the JSON asked for: ${JSON.stringify(said.slice(0, 200))}`);
+      }
+      return answer.read(json);
+    });
+  }
+
+  analyze(images: Buffer[], locale: Locale, signal?: AbortSignal): Promise<ProductAnalysis> {
+    return this.text(images, analysisPrompt(locale), ANALYSIS, signal);
+  }
+
+  suggestWishes(job: WishesJob, signal?: AbortSignal): Promise<string> {
+    return this.text(job.images, wishesPrompt(job), WISHES, signal);
+  }
+
+  suggestScenario(job: ScenarioJob, signal?: AbortSignal): Promise<string> {
+    return this.text([job.image], scenarioPrompt(job), SCENARIO, signal);
+  }
+}
