@@ -13,7 +13,7 @@ import { ValidationFailed } from './errors';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { buildOpenApiDocument } from './openapi';
-import type { Route, RouteGroup } from './route';
+import { bodyLimit, type Route, type RouteGroup } from './route';
 import { V1_PREFIX } from './actions/submit';
 import { editRoutes } from './routes/edit';
 import { generateRoutes } from './routes/generate';
@@ -26,9 +26,6 @@ import { webhookRoutes } from './routes/webhooks';
 import { jobRoutes, V2_PREFIX } from './routes/jobs';
 import type { ApiServices } from './services';
 import { compileValidator } from './validation';
-
-/** Five 15 MB images in base64 plus the other fields. */
-const BODY_LIMIT_BYTES = 5 * Math.ceil((15 * 1024 * 1024 * 4) / 3) + 1024 * 1024;
 
 export function routeGroups(services: ApiServices): RouteGroup[] {
   return [
@@ -77,7 +74,6 @@ export function createApp(services: ApiServices): Koa {
   const groups = routeGroups(services);
   const openapi = buildOpenApiDocument(groups, services.config.publicBaseUrl);
   const guard = compose([authenticate(services), rateLimit(services)]);
-  const readBody = jsonBody(BODY_LIMIT_BYTES);
 
   app.use(requestId());
   app.use(errorHandler());
@@ -90,9 +86,10 @@ export function createApp(services: ApiServices): Koa {
   });
   for (const group of groups) {
     const router = new Router({ sensitive: true, ...(group.prefix ? { prefix: group.prefix } : {}) });
-    // Bodies are read only for a matched route that takes one, and only after the key and rate limit passed.
+    // Bodies are read only for a matched route that takes one, only after the key and rate limit passed, and only
+    // up to what that route can legally receive.
     for (const route of group.routes) {
-      if (route.body) router[route.method](toKoaPath(route.path), readBody, handler(route));
+      if (route.body) router[route.method](toKoaPath(route.path), jsonBody(bodyLimit(route)), handler(route));
       else router[route.method](toKoaPath(route.path), handler(route));
     }
     root.use(router.routes(), router.allowedMethods({ throw: true }));

@@ -65,14 +65,14 @@ describe('API frame over HTTP', () => {
       call = apiClient(stack.baseUrl, (await newAccount(stack.db)).apiKey);
     });
 
-    it('answers 422 with a detail array from AJV', async () => {
+    it('answers 422 with a detail array from AJV: a body\'s first problem, every query problem', async () => {
       const res = await call('POST', `${V1}/generate/photo`, { images: [], resolution: '8K' });
       assert.equal(res.status, 422);
-      assert.ok(Array.isArray(res.body.detail));
-      const locs = res.body.detail.map((d: { loc: unknown[] }) => d.loc.join('.'));
-      assert.ok(locs.includes('body.images'), locs.join(', '));
-      assert.ok(locs.includes('body.resolution'), locs.join(', '));
-      for (const issue of res.body.detail) assert.deepEqual(Object.keys(issue).sort(), ['loc', 'msg', 'type']);
+      assert.deepEqual(res.body.detail, [{ loc: ['body', 'images'], msg: 'must NOT have fewer than 1 items', type: 'minItems' }]);
+      const query = await call('GET', `${V1}/results?page=0&page_size=1000`);
+      assert.equal(query.status, 422);
+      assert.deepEqual(query.body.detail.map((d: { loc: unknown[] }) => d.loc), [['query', 'page'], ['query', 'page_size']]);
+      for (const issue of query.body.detail) assert.deepEqual(Object.keys(issue).sort(), ['loc', 'msg', 'type']);
     });
 
     it('answers 422 for a path parameter of the wrong type', async () => {
