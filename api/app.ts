@@ -8,7 +8,7 @@ import Router from '@koa/router';
 import { serveAssets } from './assets';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
-import { findNul, jsonBody } from './middleware/json-body';
+import { findUnstorable, jsonBody } from './middleware/json-body';
 import { ValidationFailed } from './errors';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
@@ -50,8 +50,8 @@ function handler(route: Route): Middleware {
   const validateBody = route.body ? compileValidator('body', route.body) : undefined;
   return async (ctx) => {
     const params = validateParams ? validateParams({ ...(ctx as unknown as { params: object }).params }) : {};
-    const nul = findNul(ctx.query, ['query']) ?? findNul((ctx as unknown as { params: object }).params, ['path']);
-    if (nul) throw new ValidationFailed([{ loc: nul, msg: 'must not contain the NUL character', type: 'pattern' }]);
+    const unfit = findUnstorable(ctx.query, ['query']) ?? findUnstorable((ctx as unknown as { params: object }).params, ['path']);
+    if (unfit) throw new ValidationFailed([unfit]);
     const query = validateQuery ? validateQuery({ ...ctx.query }) : {};
     const sent = (ctx.request as { body?: unknown }).body;
     // A body whose every field is optional may be left out entirely.

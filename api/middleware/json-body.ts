@@ -1,14 +1,23 @@
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import { AppError, badRequest, ValidationFailed } from '../errors';
+import { AppError, badRequest, ValidationFailed, type ValidationIssue } from '../errors';
 
 /** Deepest nesting of arrays and objects a body may have (the deepest legal one has 3 levels). */
 export const MAX_JSON_DEPTH = 32;
 /** Most array elements plus object members a body may have (a legal one has a few dozen). */
 export const MAX_JSON_VALUES = 10_000;
 
-/** Where a string holding U+0000 sits (Postgres text cannot store it), if anywhere. */
-export function findNul(value: unknown, loc: (string | number)[]): (string | number)[] | undefined {
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why Postgres cannot store a string, if it cannot: text refuses U+0000, json an unpaired surrogate (`"\ud800"`). */
+function unstorable(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'must not contain the NUL character';
+  if (UNPAIRED_SURROGATE.test(text)) return 'must not contain an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
+/** The first string (value or key) of a request value that Postgres could not store, as a 422 issue. */
+export function findUnstorable(value: unknown, loc: (string | number)[]): ValidationIssue | undefined {
   // Depth-first with its own stack; each step points at its parent, so the path is built only for a hit.
   interface Step { value: unknown; key?: string | number; parent?: Step }
   const pathOf = (step: Step) => {
@@ -21,7 +30,8 @@ export function findNul(value: unknown, loc: (string | number)[]): (string | num
     const step = pending.pop()!;
     const item = step.value;
     if (typeof item === 'string') {
-      if (item.includes('\u0000')) return pathOf(step);
+      const msg = unstorable(item);
+      if (msg) return { loc: pathOf(step), msg, type: 'pattern' };
     } else if (Array.isArray(item)) {
       for (let i = item.length - 1; i >= 0; i--) pending.push({ value: item[i], key: i, parent: step });
     } else if (item && typeof item === 'object') {
@@ -121,8 +131,8 @@ export function jsonBody(limit: { bytes: number; code: string }): Middleware {
     } catch {
       throw badRequest('The request body is not valid JSON');
     }
-    const nul = findNul(body, ['body']);
-    if (nul) throw new ValidationFailed([{ loc: nul, msg: 'must not contain the NUL character', type: 'pattern' }]);
+    const unfit = findUnstorable(body, ['body']);
+    if (unfit) throw new ValidationFailed([unfit]);
     (ctx.request as { body?: unknown }).body = body;
     await next();
   };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { routeGroups } from '../../api/app';
 import { ValidationFailed } from '../../api/errors';
-import { findNul, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../api/middleware/json-body';
+import { findUnstorable, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../api/middleware/json-body';
 import { bodyLimit, DEFAULT_BODY_LIMIT_BYTES, type JsonSchema, type Route } from '../../api/route';
 import { SHARED_SCHEMAS } from '../../api/schemas/shared';
 import { compileValidator } from '../../api/validation';
@@ -104,9 +104,9 @@ describe('request limits', function () {
     it('finds a NUL at any depth without recursion', () => {
       let value: unknown = 'a\u0000';
       for (let i = 0; i < 100_000; i++) value = [value];
-      assert.equal(findNul(value, ['body'])!.length, 100_001);
-      assert.deepEqual(findNul({ a: ['x', { 'b\u0000': 1 }], c: 'y\u0000' }, ['body']), ['body', 'a', 1, 'b\u0000']);
-      assert.equal(findNul({ a: [1, 'x', { b: null }] }, ['body']), undefined);
+      assert.equal(findUnstorable(value, ['body'])!.loc.length, 100_001);
+      assert.deepEqual(findUnstorable({ a: ['x', { 'b\u0000': 1 }], c: 'y\u0000' }, ['body'])!.loc, ['body', 'a', 1, 'b\u0000']);
+      assert.equal(findUnstorable({ a: [1, 'x', { b: null }] }, ['body']), undefined);
     });
   });
 
