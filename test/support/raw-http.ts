@@ -30,7 +30,10 @@ export function rawRequest(baseUrl: string, request: RawRequest): Promise<RawRes
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     let answered = false;
-    const headers = { Connection: 'keep-alive', ...request.headers };
+    const { body } = request;
+    // Node frames a body of GET or DELETE only when told how.
+    const framing = body === undefined ? {} : typeof body === 'string' || Buffer.isBuffer(body) ? { 'Content-Length': Buffer.byteLength(body) } : { 'Transfer-Encoding': 'chunked' };
+    const headers = { Connection: 'keep-alive', ...framing, ...request.headers };
     const req = http.request({ host: hostname, port, method: request.method, path: request.path, headers, agent: false });
     req.on('error', (err) => {
       if (!answered) reject(err);
@@ -53,7 +56,6 @@ export function rawRequest(baseUrl: string, request: RawRequest): Promise<RawRes
         if (typeof request.body === 'object' && !Buffer.isBuffer(request.body)) request.body.destroy();
       });
     });
-    const { body } = request;
     if (body === undefined || typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
     else body.pipe(req);
   });
