@@ -110,6 +110,29 @@ describe('request limits', function () {
     });
   });
 
+  describe('query', () => {
+    it('reads a query of thousands of repeated names in one pass, shaped as before', async () => {
+      // Koa's ctx.query calls getAll once per name: quadratic, up to a second of CPU within the 16 KB header limit.
+      const getAll = URLSearchParams.prototype.getAll;
+      let calls = 0;
+      URLSearchParams.prototype.getAll = function (this: URLSearchParams, name: string) {
+        calls++;
+        return getAll.call(this, name);
+      };
+      try {
+        const repeated = await send({ method: 'GET', path: `${V1}/results?client_group_id=a&${'client_group_id=a&x=1&'.repeat(600)}` });
+        assert.deepEqual([repeated.status, repeated.json.detail[0].loc, repeated.json.detail[0].type], [422, ['query', 'client_group_id'], 'type']);
+        const asset = await send({ method: 'GET', path: `/assets/inputs/${'0'.repeat(64)}.jpg?${'expires=1&x=1&'.repeat(1000)}` });
+        assert.deepEqual([asset.status, asset.json.detail.error], [403, 'forbidden']);
+      } finally {
+        URLSearchParams.prototype.getAll = getAll;
+      }
+      assert.equal(calls, 0);
+      const proto = await send({ method: 'GET', path: `${V1}/projects?__proto__=1&__proto__=2&limit=3&constructor=x` });
+      assert.deepEqual([proto.status, proto.json.limit], [200, 3]);
+    });
+  });
+
   describe('validation', () => {
     it('stops a body at its first problem, and checks maxItems before items: a million wrong elements give one issue', () => {
       const issuesOf = (schema: JsonSchema, value: unknown) => {
