@@ -25,7 +25,7 @@ export interface Route {
   body?: JsonSchema;
   /**
    * How many base64 images the body can carry (from its schema). Such a body is capped at that many 15 MB images
-   * plus 1 MB, and over it answers 413 `image_too_large`; a body without images is capped at 64 KiB (413
+   * plus 1 MB, and over it answers 413 `image_too_large`; a body without images is capped at 128 KiB (413
    * `request_too_large`), so no request can make the API buffer more than its largest legal body.
    */
   bodyImages?: number;
@@ -48,10 +48,10 @@ export interface RouteGroup {
 const MAX_BASE64_IMAGE_BYTES = Math.ceil(MAX_IMAGE_BYTES / 3) * 4;
 
 /**
- * Room for any body without images: the longest legal one (a project, 5,500 characters of text) is at most 22 KB
- * in UTF-8, 33 KB with every character `\u`-escaped.
+ * Room for any legal body without images: the longest (a project, 5,500 characters of text) is 22 KB in UTF-8 and
+ * 66 KB even when every character is an escaped surrogate pair (`\ud83d\ude00`, as `ensure_ascii` writes emoji).
  */
-export const DEFAULT_BODY_LIMIT_BYTES = 64 * 1024;
+export const DEFAULT_BODY_LIMIT_BYTES = 128 * 1024;
 
 /** The most a route's body may weigh, and the 413 code past it. */
 export function bodyLimit(route: Pick<Route, 'bodyImages'>): { bytes: number; code: 'image_too_large' | 'request_too_large' } {

@@ -38,7 +38,7 @@ describe('request limits', function () {
   after(() => stack.stop());
 
   describe('body size', () => {
-    it('caps each body at what its route can carry: n images of 15 MB in base64 plus 1 MB, else 64 KiB', () => {
+    it('caps each body at what its route can carry: n images of 15 MB in base64 plus 1 MB, else 128 KiB', () => {
       const caps = Object.fromEntries(routes.filter((r) => r.body).map((r) => [`${r.method} ${r.fullPath}`, bodyLimit(r)]));
       const image = Math.ceil((15 * 1024 * 1024) / 3) * 4;
       const images = (n: number) => ({ bytes: n * image + 1024 * 1024, code: 'image_too_large' });
@@ -59,6 +59,12 @@ describe('request limits', function () {
         const declared = await send({ method: route.method.toUpperCase(), path, headers: { 'Content-Length': bytes + 1 } });
         assert.deepEqual([declared.status, declared.json?.detail?.error], [413, code], `${route.method} ${path}`);
       }
+      // The longest legal body without images, every emoji written as an escaped surrogate pair (Python's default).
+      const longest = JSON.stringify({ name: '😀'.repeat(200), product_name: '😀'.repeat(200), concept_id: '😀'.repeat(100), comment: '😀'.repeat(5000) })
+        .replace(/[\ud800-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+      assert.ok(longest.length > 64 * 1024);
+      const escaped = await send({ method: 'POST', path: `${V1}/projects`, body: longest });
+      assert.deepEqual([escaped.status, escaped.json.comment], [201, '😀'.repeat(5000)]);
       const padded = (size: number) => JSON.stringify({ name: 'padded', padding: 'x'.repeat(size - 30) });
       assert.equal(padded(DEFAULT_BODY_LIMIT_BYTES).length, DEFAULT_BODY_LIMIT_BYTES);
       const fits = await send({ method: 'POST', path: `${V1}/projects`, body: padded(DEFAULT_BODY_LIMIT_BYTES) });
