@@ -8,12 +8,12 @@ import Router from '@koa/router';
 import { serveAssets } from './assets';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
-import { findNul, jsonBody } from './middleware/json-body';
+import { findUnstorable, jsonBody } from './middleware/json-body';
 import { ValidationFailed } from './errors';
 import { rateLimit } from './middleware/rate-limit';
 import { requestId } from './middleware/request-id';
 import { buildOpenApiDocument } from './openapi';
-import type { Route, RouteGroup } from './route';
+import { bodyLimit, type Route, type RouteGroup } from './route';
 import { V1_PREFIX } from './actions/submit';
 import { editRoutes } from './routes/edit';
 import { generateRoutes } from './routes/generate';
@@ -26,9 +26,6 @@ import { webhookRoutes } from './routes/webhooks';
 import { jobRoutes, V2_PREFIX } from './routes/jobs';
 import type { ApiServices } from './services';
 import { compileValidator } from './validation';
-
-/** Five 15 MB images in base64 plus the other fields. */
-const BODY_LIMIT_BYTES = 5 * Math.ceil((15 * 1024 * 1024 * 4) / 3) + 1024 * 1024;
 
 export function routeGroups(services: ApiServices): RouteGroup[] {
   return [
@@ -47,15 +44,32 @@ function toKoaPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
+/**
+ * The query as Koa shapes it (a repeated name gives an array) in one pass: Koa's `ctx.query` calls `getAll` once
+ * per name, so a query of a few thousand repeated names cost a second of CPU. No prototype, so `__proto__` is a
+ * name like any other.
+ */
+function queryOf(querystring: string): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = Object.create(null);
+  for (const [name, value] of new URLSearchParams(querystring)) {
+    const seen = query[name];
+    if (seen === undefined) query[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else query[name] = [seen, value];
+  }
+  return query;
+}
+
 function handler(route: Route): Middleware {
   const validateParams = route.params ? compileValidator('path', route.params) : undefined;
   const validateQuery = route.query ? compileValidator('query', route.query) : undefined;
   const validateBody = route.body ? compileValidator('body', route.body) : undefined;
   return async (ctx) => {
     const params = validateParams ? validateParams({ ...(ctx as unknown as { params: object }).params }) : {};
-    const nul = findNul(ctx.query, ['query']) ?? findNul((ctx as unknown as { params: object }).params, ['path']);
-    if (nul) throw new ValidationFailed([{ loc: nul, msg: 'must not contain the NUL character', type: 'pattern' }]);
-    const query = validateQuery ? validateQuery({ ...ctx.query }) : {};
+    const sentQuery = queryOf(ctx.querystring);
+    const unfit = findUnstorable(sentQuery, ['query']) ?? findUnstorable((ctx as unknown as { params: object }).params, ['path']);
+    if (unfit) throw new ValidationFailed([unfit]);
+    const query = validateQuery ? validateQuery({ ...sentQuery }) : {};
     const sent = (ctx.request as { body?: unknown }).body;
     // A body whose every field is optional may be left out entirely.
     const body = validateBody ? validateBody(sent === undefined && !route.body!.required ? {} : sent) : undefined;
@@ -77,7 +91,6 @@ export function createApp(services: ApiServices): Koa {
   const groups = routeGroups(services);
   const openapi = buildOpenApiDocument(groups, services.config.publicBaseUrl);
   const guard = compose([authenticate(services), rateLimit(services)]);
-  const readBody = jsonBody(BODY_LIMIT_BYTES);
 
   app.use(requestId());
   app.use(errorHandler());
@@ -90,9 +103,10 @@ export function createApp(services: ApiServices): Koa {
   });
   for (const group of groups) {
     const router = new Router({ sensitive: true, ...(group.prefix ? { prefix: group.prefix } : {}) });
-    // Bodies are read only for a matched route that takes one, and only after the key and rate limit passed.
+    // Bodies are read only for a matched route that takes one, only after the key and rate limit passed, and only
+    // up to what that route can legally receive.
     for (const route of group.routes) {
-      if (route.body) router[route.method](toKoaPath(route.path), readBody, handler(route));
+      if (route.body) router[route.method](toKoaPath(route.path), jsonBody(bodyLimit(route)), handler(route));
       else router[route.method](toKoaPath(route.path), handler(route));
     }
     root.use(router.routes(), router.allowedMethods({ throw: true }));

@@ -9,7 +9,8 @@ export function serveAssets({ store, signer }: ApiServices): Middleware {
     if (!ctx.path.startsWith('/assets/') || !['GET', 'HEAD'].includes(ctx.method)) return next();
     const key = ctx.path.slice('/assets/'.length);
     if (!isValidAssetKey(key)) throw notFound('Asset');
-    const verdict = signer.verify(key, ctx.query.expires as string | undefined, ctx.query.signature as string | undefined);
+    const query = new URLSearchParams(ctx.querystring); // not ctx.query: quadratic in repeated names (see app.ts)
+    const verdict = signer.verify(key, query.get('expires') ?? undefined, query.get('signature') ?? undefined);
     if (verdict === 'invalid') throw new AppError(403, 'forbidden', 'The link signature is not valid');
     if (verdict === 'expired') throw new AppError(403, 'forbidden', 'The link has expired; ask the status endpoint for a fresh one');
     const asset = await store.open(key);

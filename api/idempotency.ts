@@ -37,6 +37,7 @@ export class IdempotentReplay extends Error {
   }
 }
 
+/** Key-sorted JSON; recursive, but a body is at most MAX_JSON_DEPTH (32) deep by the time it gets here (json-body). */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {

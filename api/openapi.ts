@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document, generated from the route descriptions and the very schemas AJV enforces.
  */
-import type { JsonSchema, Route, RouteGroup } from './route';
+import { bodyLimit, type JsonSchema, type Route, type RouteGroup } from './route';
 import { SHARED_SCHEMAS } from './schemas/shared';
 
 /** Rewrites AJV-style `{$ref: 'Name'}` into `#/components/schemas/Name` and drops `$id`. */
@@ -44,6 +44,12 @@ function operation(route: Route, group: RouteGroup) {
     };
   }
   if (route.params || route.body) responses['400'] ??= errorResponse('Invalid data or format');
+  if (route.body) {
+    const limit = bodyLimit(route);
+    const over = `\`${limit.code}\`: the body is over ${limit.bytes} bytes`;
+    const documented = responses['413'] as { description: string } | undefined;
+    responses['413'] = documented ? { ...documented, description: `${documented.description}, or ${over}` } : errorResponse(over);
+  }
   if (group.authenticated) {
     responses['401'] = errorResponse('Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`)');
     if (route.params) {

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { MAX_IMAGE_BYTES } from './images';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -22,6 +23,12 @@ export interface Route {
   params?: JsonSchema;
   query?: JsonSchema;
   body?: JsonSchema;
+  /**
+   * How many base64 images the body can carry (from its schema). Such a body is capped at that many 15 MB images
+   * plus 1 MB, and over it answers 413 `image_too_large`; a body without images is capped at 128 KiB (413
+   * `request_too_large`), so no request can make the API buffer more than its largest legal body.
+   */
+  bodyImages?: number;
   /** Request headers the handler reads (documented only). */
   headers?: { name: string; description: string; schema: JsonSchema }[];
   responses: Record<number, RouteResponse>;
@@ -35,4 +42,19 @@ export interface RouteGroup {
   /** Operational endpoints (health) stay out of the integrators' OpenAPI document. */
   documented: boolean;
   routes: Route[];
+}
+
+/** Base64 text of the largest image (15 MB decoded). */
+const MAX_BASE64_IMAGE_BYTES = Math.ceil(MAX_IMAGE_BYTES / 3) * 4;
+
+/**
+ * Room for any legal body without images: the longest (a project, 5,500 characters of text) is 22 KB in UTF-8 and
+ * 66 KB even when every character is an escaped surrogate pair (`\ud83d\ude00`, as `ensure_ascii` writes emoji).
+ */
+export const DEFAULT_BODY_LIMIT_BYTES = 128 * 1024;
+
+/** The most a route's body may weigh, and the 413 code past it. */
+export function bodyLimit(route: Pick<Route, 'bodyImages'>): { bytes: number; code: 'image_too_large' | 'request_too_large' } {
+  if (!route.bodyImages) return { bytes: DEFAULT_BODY_LIMIT_BYTES, code: 'request_too_large' };
+  return { bytes: route.bodyImages * MAX_BASE64_IMAGE_BYTES + 1024 * 1024, code: 'image_too_large' };
 }

@@ -1,6 +1,11 @@
 /**
  * AJV, set up once: shared schemas are registered by `$id` and referenced as `{$ref: 'Name'}`. Bodies are
  * validated as sent; path and query values are strings on the wire and are coerced to the schema's types.
+ *
+ * A body stops at its first problem: with `allErrors`, an array of a million wrong elements would build a million
+ * errors. Stopping also means a size keyword (`maxItems`, `maxLength`), which AJV checks before `items` and
+ * `pattern`, refuses an oversize value before anything walks it. Path and query values, bounded by the header
+ * size limit, are all checked and all reported.
  */
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -8,15 +13,15 @@ import { ValidationFailed, ValidationIssue } from './errors';
 import type { JsonSchema } from './route';
 import { SHARED_SCHEMAS } from './schemas/shared';
 
-function makeAjv(coerceTypes: boolean): Ajv {
-  const ajv = new Ajv({ allErrors: true, coerceTypes, useDefaults: true, strict: true, strictRequired: false });
+function makeAjv(options: { allErrors: boolean; coerceTypes: boolean }): Ajv {
+  const ajv = new Ajv({ ...options, useDefaults: true, strict: true, strictRequired: false });
   addFormats(ajv);
   for (const schema of Object.values(SHARED_SCHEMAS)) ajv.addSchema(schema);
   return ajv;
 }
 
-const bodyAjv = makeAjv(false);
-const parameterAjv = makeAjv(true);
+const bodyAjv = makeAjv({ allErrors: false, coerceTypes: false });
+const parameterAjv = makeAjv({ allErrors: true, coerceTypes: true });
 
 export type Location = 'body' | 'query' | 'path';
 
@@ -32,7 +37,7 @@ function toIssue(location: Location, error: ErrorObject): ValidationIssue {
 
 export interface Validator { (value: unknown): unknown }
 
-/** A function that returns the (coerced, defaulted) value or throws ValidationFailed with every issue. */
+/** A function that returns the (coerced, defaulted) value or throws ValidationFailed with its issues. */
 export function compileValidator(location: Location, schema: JsonSchema): Validator {
   const validate: ValidateFunction = (location === 'body' ? bodyAjv : parameterAjv).compile(schema);
   return (value) => {

@@ -1,40 +1,121 @@
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import { AppError, badRequest, ValidationFailed } from '../errors';
+import { AppError, badRequest, ValidationFailed, type ValidationIssue } from '../errors';
 
-/** Where a string holding U+0000 sits (Postgres text cannot store it), if anywhere. */
-export function findNul(value: unknown, loc: (string | number)[]): (string | number)[] | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? loc : undefined;
-  if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) {
-      const found = findNul(item, [...loc, i]);
-      if (found) return found;
-    }
-  } else if (value && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const found = findNul(key, [...loc, key]) ?? findNul(item, [...loc, key]);
-      if (found) return found;
+/** Deepest nesting of arrays and objects a body may have (the deepest legal one has 3 levels). */
+export const MAX_JSON_DEPTH = 32;
+/** Most array elements plus object members a body may have (a legal one has a few dozen). */
+export const MAX_JSON_VALUES = 10_000;
+
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why Postgres cannot store a string, if it cannot: text refuses U+0000, json an unpaired surrogate (`"\ud800"`). */
+function unstorable(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'must not contain the NUL character';
+  if (UNPAIRED_SURROGATE.test(text)) return 'must not contain an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
+/** The first string (value or key) of a request value that Postgres could not store, as a 422 issue. */
+export function findUnstorable(value: unknown, loc: (string | number)[]): ValidationIssue | undefined {
+  // Depth-first with its own stack; each step points at its parent, so the path is built only for a hit.
+  interface Step { value: unknown; key?: string | number; parent?: Step }
+  const pathOf = (step: Step) => {
+    const keys: (string | number)[] = [];
+    for (let at: Step | undefined = step; at?.parent; at = at.parent) keys.push(at.key!);
+    return [...loc, ...keys.reverse()];
+  };
+  const pending: Step[] = [{ value }];
+  while (pending.length > 0) {
+    const step = pending.pop()!;
+    const item = step.value;
+    if (typeof item === 'string') {
+      const msg = unstorable(item);
+      if (msg) return { loc: pathOf(step), msg, type: 'pattern' };
+    } else if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) pending.push({ value: item[i], key: i, parent: step });
+    } else if (item && typeof item === 'object') {
+      for (const [key, child] of Object.entries(item).reverse()) {
+        pending.push({ value: child, key, parent: step }, { value: key, key, parent: step }); // the key is checked first
+      }
     }
   }
   return undefined;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Index of the quote that closes the string opened at `start` (text.length when there is none). */
+function stringEnd(text: string, start: number): number {
+  for (let at = text.indexOf('"', start + 1); at >= 0; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return text.length;
+}
+
 /**
- * Reads a JSON body into `ctx.request.body`. The cap fits the largest legal request (5 images of 15 MB each,
- * base64-encoded, plus the other fields); anything larger is refused while streaming.
+ * Why JSON text is too deep or too wide to parse, if it is: counted on the text (strings skipped), so a hostile
+ * body costs neither heap for millions of values nor stack in the walks that follow.
  */
-export function jsonBody(limitBytes: number): Middleware {
+function jsonShapeIssue(text: string): { msg: string; type: string } | undefined {
+  let depth = 0;
+  let values = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) i = stringEnd(text, i);
+    else if (c === 0x5b || c === 0x7b) { // [ {
+      if (++depth > MAX_JSON_DEPTH) return { msg: `must not be nested more than ${MAX_JSON_DEPTH} levels deep`, type: 'maxDepth' };
+      values++;
+    } else if (c === 0x5d || c === 0x7d) depth--; // ] }
+    else if (c === 0x2c) values++; // ,
+    if (values > MAX_JSON_VALUES) return { msg: `must not hold more than ${MAX_JSON_VALUES} values`, type: 'maxValues' };
+  }
+  return undefined;
+}
+
+/**
+ * Reads the request up to `limit` bytes; undefined past it. The rest is dropped as it arrives (as Node drops any
+ * body left unread), never buffered: the connection stays whole, so the client can finish sending and read the 413.
+ */
+function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (result?: Buffer, err?: Error) => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onError);
+      if (err) reject(err);
+      else resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) {
+        chunks.push(chunk);
+      } else {
+        finish(undefined);
+        req.resume();
+      }
+    };
+    const onEnd = () => finish(Buffer.concat(chunks));
+    const onError = () => finish(undefined, badRequest('The request body was cut short'));
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onError);
+  });
+}
+
+/**
+ * Reads a JSON body into `ctx.request.body`, refusing (413 `limit.code`) one over `limit.bytes` by its
+ * Content-Length or while streaming, and (422) JSON nested deeper than MAX_JSON_DEPTH or holding more than
+ * MAX_JSON_VALUES values, before it is parsed.
+ */
+export function jsonBody(limit: { bytes: number; code: string }): Middleware {
   return async (ctx, next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);
-    if (declared > limitBytes) throw new AppError(413, 'image_too_large', `Request body over ${limitBytes} bytes`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of ctx.req) {
-      size += chunk.length;
-      if (size > limitBytes) throw new AppError(413, 'image_too_large', `Request body over ${limitBytes} bytes`);
-      chunks.push(chunk as Buffer);
-    }
-    const text = Buffer.concat(chunks).toString('utf8');
+    const raw = declared > limit.bytes ? undefined : await readCapped(ctx.req, limit.bytes);
+    if (!raw) throw new AppError(413, limit.code, `The request body is over ${limit.bytes} bytes, the limit of this endpoint`);
+    const text = raw.toString('utf8');
     if (text.trim() === '') {
       (ctx.request as { body?: unknown }).body = undefined;
       return next();
@@ -42,14 +123,16 @@ export function jsonBody(limitBytes: number): Middleware {
     if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
       throw badRequest('Content-Type must be application/json');
     }
+    const shape = jsonShapeIssue(text);
+    if (shape) throw new ValidationFailed([{ loc: ['body'], ...shape }]);
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
       throw badRequest('The request body is not valid JSON');
     }
-    const nul = findNul(body, ['body']);
-    if (nul) throw new ValidationFailed([{ loc: nul, msg: 'must not contain the NUL character', type: 'pattern' }]);
+    const unfit = findUnstorable(body, ['body']);
+    if (unfit) throw new ValidationFailed([unfit]);
     (ctx.request as { body?: unknown }).body = body;
     await next();
   };

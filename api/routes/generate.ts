@@ -119,6 +119,7 @@ export function generateRoutes(services: ApiServices): Route[] {
       method: 'post', path: '/generate/photo', operationId: 'generatePhoto', tag: 'Generation',
       summary: 'Generate a styled product photo from 1-5 reference photos (asynchronous)',
       body: photoRequestSchema,
+      bodyImages: 5,
       headers: [idempotencyHeader],
       responses: { 200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') }, ...ERRORS },
       async handle(ctx, { body }: { body: PhotoRequest }) {
@@ -139,6 +140,7 @@ export function generateRoutes(services: ApiServices): Route[] {
       method: 'post', path: '/generate/card', operationId: 'generateCard', tag: 'Generation',
       summary: 'Generate a marketing card (infographic or cinematic) from 1-5 reference photos (asynchronous)',
       body: cardRequestSchema,
+      bodyImages: 6, // images and design_reference_image
       headers: [idempotencyHeader],
       responses: {
         200: {
@@ -181,6 +183,7 @@ export function generateRoutes(services: ApiServices): Route[] {
       method: 'post', path: '/generate/video', operationId: 'generateVideo', tag: 'Generation',
       summary: 'Generate a 5 or 10 second product video from one image (asynchronous)',
       body: videoRequestSchema,
+      bodyImages: 2, // image and final_frame
       headers: [idempotencyHeader],
       responses: {
         200: { description: 'Accepted; the action is pending and its price is held', schema: ref('GenerationResponse') },

@@ -113,6 +113,7 @@ export function jobRoutes(services: ApiServices): Route[] {
       method: 'post', path: '/jobs/generate', operationId: 'createGenerationJob', tag: 'Jobs v2',
       summary: 'Start a photo generation job (the v1 photo body; project_id and inbox grouping do not apply)',
       body: photoRequestSchema,
+      bodyImages: 5,
       headers: [idempotencyHeader],
       responses: { 202: { description: 'The job, queued', schema: createJobSchema }, ...ERRORS },
       async handle(ctx, { body }: { body: PhotoRequest }) {

@@ -24,6 +24,7 @@ export function uploadRoutes({ db, store }: ApiServices): Route[] {
           },
         },
       },
+      bodyImages: 1,
       responses: {
         201: {
           description: 'The upload',

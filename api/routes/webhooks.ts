@@ -80,7 +80,7 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
         type: 'object', required: ['url'],
         properties: {
           url: { type: 'string', maxLength: 2000 },
-          events: { type: 'array', items: { type: 'string' }, description: 'Default: all events' },
+          events: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 100 }, description: 'Default: all events' },
         },
       },
       responses: { 201: { description: 'The webhook with its secret', schema: webhookSchema(true) } },

@@ -49,7 +49,7 @@ export const cardRequestSchema = {
   properties: {
     images: { type: 'array', minItems: 1, maxItems: 5, items: ref('ImageInput') },
     category_id: ref('CategoryId'),
-    concept_id: { type: 'string', pattern: '^[a-z0-9_]{1,64}$', default: 'infographic', description: 'Card concept; `infographic` by default' },
+    concept_id: { type: 'string', maxLength: 64, pattern: '^[a-z0-9_]{1,64}$', default: 'infographic', description: 'Card concept; `infographic` by default' },
     product_name: { type: 'string', minLength: 1, maxLength: 200 },
     user_text: { type: 'string', maxLength: 5000, description: 'Text of the card; the detected qualities by default' },
     design_key: { type: 'string', minLength: 1, maxLength: 100, description: 'Only with style `infographic`' },

@@ -17,6 +17,7 @@ export const SHARED_SCHEMAS = {
     description: 'An image: a public HTTPS `url`, or base64 `data` (or an `upl_` upload id in `data`). Exactly one of the two.',
     properties: {
       url: { type: 'string', maxLength: 2048, pattern: '^https://', description: 'Public HTTPS URL; image up to 15 MB' },
+      // No maxLength: an oversize image is the contract's 413 `image_too_large`; the route's body cap bounds it.
       data: { type: 'string', minLength: 1, description: 'Base64 image data, or an upload id starting with `upl_`' },
       media_type: { type: 'string', maxLength: 100, default: 'image/jpeg', description: 'MIME type of `data`; the real format is sniffed from the bytes' },
     },

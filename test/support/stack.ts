@@ -11,6 +11,7 @@ import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../api/app';
+import type { ApiServices } from '../../api/services';
 import { openDatabase } from '../../src/db/data-source';
 import { loadConfig } from '../../src/config';
 import { LocalRenderer } from '../../src/providers/local-renderer';
@@ -35,6 +36,8 @@ export interface Stack {
   worker?: Worker;
   /** What the stack's worker activities are built from (for extra workers in a test). */
   deps: ActivityDeps;
+  /** What the stack's API is built from (to list its routes in a test). */
+  services: ApiServices;
   stop(): Promise<void>;
 }
 
@@ -83,16 +86,16 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const signer = new UrlSigner('test-signing-secret', baseUrl);
-  const app = createApp({
+  const services: ApiServices = {
     config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs,
       jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
-  });
-  server.on('request', app.callback());
+  };
+  server.on('request', createApp(services).callback());
 
   return {
-    baseUrl, taskQueue, db, temporal, store, signer, worker, deps,
+    baseUrl, taskQueue, db, temporal, store, signer, worker, deps, services,
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

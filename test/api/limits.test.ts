@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { routeGroups } from '../../api/app';
+import { ValidationFailed } from '../../api/errors';
+import { findUnstorable, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../api/middleware/json-body';
+import { bodyLimit, DEFAULT_BODY_LIMIT_BYTES, type JsonSchema, type Route } from '../../api/route';
+import { SHARED_SCHEMAS } from '../../api/schemas/shared';
+import { compileValidator } from '../../api/validation';
+import { newAccount, V1 } from '../support/fixtures';
+import { rawRequest, RawRequest } from '../support/raw-http';
+import { Stack, startStack } from '../support/stack';
+
+const V2 = '/api/v2';
+const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+/** The string and array schemas of a body, with where they are, refs followed. */
+function sizedSchemas(schema: JsonSchema, where: string, found: { where: string; schema: JsonSchema }[] = []) {
+  const resolved = (typeof schema.$ref === 'string' ? SHARED_SCHEMAS[schema.$ref as keyof typeof SHARED_SCHEMAS] : schema) as JsonSchema;
+  if (resolved.type === 'string' || resolved.type === 'array') found.push({ where, schema: resolved });
+  for (const [name, property] of Object.entries((resolved.properties ?? {}) as Record<string, JsonSchema>)) sizedSchemas(property, `${where}.${name}`, found);
+  if (resolved.items) sizedSchemas(resolved.items as JsonSchema, `${where}[]`, found);
+  return found;
+}
+
+describe('request limits', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  let routes: (Route & { fullPath: string })[];
+  let send: (request: RawRequest) => ReturnType<typeof rawRequest>;
+  before(async () => {
+    stack = await startStack({ withWorker: false });
+    routes = routeGroups(stack.services).flatMap((g) => g.routes.map((r) => ({ ...r, fullPath: `${g.prefix}${r.path}` })));
+    const { apiKey } = await newAccount(stack.db, 0);
+    send = (request) => rawRequest(stack.baseUrl, {
+      ...request, headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', ...request.headers },
+    });
+  });
+  after(() => stack.stop());
+
+  describe('body size', () => {
+    it('caps each body at what its route can carry: n images of 15 MB in base64 plus 1 MB, else 128 KiB', () => {
+      const caps = Object.fromEntries(routes.filter((r) => r.body).map((r) => [`${r.method} ${r.fullPath}`, bodyLimit(r)]));
+      const image = Math.ceil((15 * 1024 * 1024) / 3) * 4;
+      const images = (n: number) => ({ bytes: n * image + 1024 * 1024, code: 'image_too_large' });
+      const plain = { bytes: DEFAULT_BODY_LIMIT_BYTES, code: 'request_too_large' };
+      assert.deepEqual(caps, {
+        [`post ${V1}/projects`]: plain, [`patch ${V1}/projects/{project_id}`]: plain, [`patch ${V1}/cards/{card_id}`]: plain,
+        [`post ${V1}/upload`]: images(1),
+        [`post ${V1}/generate/photo`]: images(5), [`post ${V1}/generate/card`]: images(6), [`post ${V1}/generate/video`]: images(2),
+        [`post ${V1}/edit/{action_id}`]: plain, [`post ${V1}/webhooks`]: plain,
+        [`post ${V2}/jobs/generate`]: images(5), [`post ${V2}/jobs/edit`]: plain,
+      });
+    });
+
+    it('answers 413 past the cap, by Content-Length before reading and while streaming, and keeps serving', async () => {
+      for (const route of routes.filter((r) => r.body)) {
+        const { bytes, code } = bodyLimit(route);
+        const path = route.fullPath.replace(/\{\w+\}/g, '1');
+        const declared = await send({ method: route.method.toUpperCase(), path, headers: { 'Content-Length': bytes + 1 } });
+        assert.deepEqual([declared.status, declared.json?.detail?.error], [413, code], `${route.method} ${path}`);
+      }
+      // The longest legal body without images, every emoji written as an escaped surrogate pair (Python's default).
+      const longest = JSON.stringify({ name: '😀'.repeat(200), product_name: '😀'.repeat(200), concept_id: '😀'.repeat(100), comment: '😀'.repeat(5000) })
+        .replace(/[\ud800-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+      assert.ok(longest.length > 64 * 1024);
+      const escaped = await send({ method: 'POST', path: `${V1}/projects`, body: longest });
+      assert.deepEqual([escaped.status, escaped.json.comment], [201, '😀'.repeat(5000)]);
+      const padded = (size: number) => JSON.stringify({ name: 'padded', padding: 'x'.repeat(size - 30) });
+      assert.equal(padded(DEFAULT_BODY_LIMIT_BYTES).length, DEFAULT_BODY_LIMIT_BYTES);
+      const fits = await send({ method: 'POST', path: `${V1}/projects`, body: padded(DEFAULT_BODY_LIMIT_BYTES) });
+      assert.equal(fits.status, 201, fits.text);
+      const over = await send({ method: 'POST', path: `${V1}/projects`, body: padded(DEFAULT_BODY_LIMIT_BYTES + 1) });
+      assert.deepEqual([over.status, over.json.detail.error], [413, 'request_too_large']);
+      // Chunked, with no Content-Length, and endless: refused once the cap is crossed, the rest dropped unread.
+      const megabyte = Buffer.alloc(1024 * 1024, 'A');
+      const endless = Readable.from((function* () {
+        yield Buffer.from('{"image": {"data": "');
+        for (;;) yield megabyte;
+      })());
+      const streamed = await send({ method: 'POST', path: `${V1}/upload`, body: endless });
+      assert.deepEqual([streamed.status, streamed.json.detail.error], [413, 'image_too_large']);
+      assert.equal((await send({ method: 'GET', path: `${V1}/balance` })).status, 200);
+    });
+  });
+
+  describe('JSON shape', () => {
+    it(`refuses nesting deeper than ${MAX_JSON_DEPTH} levels with 422 before any walk, even 100,000 deep`, async () => {
+      const at = (depth: number) => send({ method: 'POST', path: `${V1}/projects`, body: `{"name": ${nested(depth - 1)}}` });
+      const deepest = await at(MAX_JSON_DEPTH);
+      assert.deepEqual([deepest.status, deepest.json.detail[0].loc, deepest.json.detail[0].type], [422, ['body', 'name'], 'type'], 'read, then validated');
+      const tooDeep = await at(MAX_JSON_DEPTH + 1);
+      assert.deepEqual([tooDeep.status, tooDeep.json.detail], [422, [{ loc: ['body'], msg: `must not be nested more than ${MAX_JSON_DEPTH} levels deep`, type: 'maxDepth' }]]);
+      // Nesting hidden in strings is text, not depth.
+      assert.equal((await send({ method: 'POST', path: `${V1}/projects`, body: JSON.stringify({ name: nested(50), comment: '"\\[x\\' }) })).status, 201);
+      // Far deeper than the stack of any recursive walk, on a route whose cap lets it in.
+      const hostile = await send({ method: 'POST', path: `${V1}/generate/photo`, body: `{"images": ${nested(100_000)}}` });
+      assert.deepEqual([hostile.status, hostile.json.detail[0].type], [422, 'maxDepth']);
+    });
+
+    it(`refuses more than ${MAX_JSON_VALUES} values with 422, so a million-element array is never built`, async () => {
+      const million = await send({ method: 'POST', path: `${V1}/generate/photo`, body: `{"images": [${'1,'.repeat(999_999)}1]}` });
+      assert.deepEqual([million.status, million.json.detail], [422, [{ loc: ['body'], msg: `must not hold more than ${MAX_JSON_VALUES} values`, type: 'maxValues' }]]);
+      const members = Object.fromEntries(Array.from({ length: MAX_JSON_VALUES }, (_, i) => [`k${i}`, i]));
+      const wide = await send({ method: 'POST', path: `${V1}/generate/photo`, body: JSON.stringify({ ...members, images: [] }) });
+      assert.deepEqual([wide.status, wide.json.detail[0].type], [422, 'maxValues']);
+      const fits = await send({ method: 'POST', path: `${V1}/projects`, body: JSON.stringify(Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, [i]]))) });
+      assert.equal(fits.status, 201, 'unknown fields are still ignored');
+    });
+
+    it('finds a NUL at any depth without recursion', () => {
+      let value: unknown = 'a\u0000';
+      for (let i = 0; i < 100_000; i++) value = [value];
+      assert.equal(findUnstorable(value, ['body'])!.loc.length, 100_001);
+      assert.deepEqual(findUnstorable({ a: ['x', { 'b\u0000': 1 }], c: 'y\u0000' }, ['body'])!.loc, ['body', 'a', 1, 'b\u0000']);
+      assert.equal(findUnstorable({ a: [1, 'x', { b: null }] }, ['body']), undefined);
+    });
+  });
+
+  describe('query', () => {
+    it('reads a query of thousands of repeated names in one pass, shaped as before', async () => {
+      // Koa's ctx.query calls getAll once per name: quadratic, up to a second of CPU within the 16 KB header limit.
+      const getAll = URLSearchParams.prototype.getAll;
+      let calls = 0;
+      URLSearchParams.prototype.getAll = function (this: URLSearchParams, name: string) {
+        calls++;
+        return getAll.call(this, name);
+      };
+      try {
+        const repeated = await send({ method: 'GET', path: `${V1}/results?client_group_id=a&${'client_group_id=a&x=1&'.repeat(600)}` });
+        assert.deepEqual([repeated.status, repeated.json.detail[0].loc, repeated.json.detail[0].type], [422, ['query', 'client_group_id'], 'type']);
+        const asset = await send({ method: 'GET', path: `/assets/inputs/${'0'.repeat(64)}.jpg?${'expires=1&x=1&'.repeat(1000)}` });
+        assert.deepEqual([asset.status, asset.json.detail.error], [403, 'forbidden']);
+      } finally {
+        URLSearchParams.prototype.getAll = getAll;
+      }
+      assert.equal(calls, 0);
+      const proto = await send({ method: 'GET', path: `${V1}/projects?__proto__=1&__proto__=2&limit=3&constructor=x` });
+      assert.deepEqual([proto.status, proto.json.limit], [200, 3]);
+    });
+  });
+
+  describe('validation', () => {
+    it('stops a body at its first problem, and checks maxItems before items: a million wrong elements give one issue', () => {
+      const issuesOf = (schema: JsonSchema, value: unknown) => {
+        try {
+          compileValidator('body', schema)(value);
+          return [];
+        } catch (err) {
+          assert.ok(err instanceof ValidationFailed);
+          return err.issues;
+        }
+      };
+      const million = new Array(1_000_000).fill(7);
+      let arrays = 0;
+      for (const route of routes.filter((r) => r.body)) {
+        assert.ok(issuesOf(route.body!, million).length === 1, route.operationId);
+        for (const { where, schema } of sizedSchemas(route.body!, 'body').filter((s) => s.schema.type === 'array')) {
+          arrays++;
+          assert.deepEqual(issuesOf(schema, million).map((i) => i.type), ['maxItems'], `${route.operationId} ${where}`);
+          const body = { [where.split('.')[1]]: million };
+          assert.ok(issuesOf(route.body!, body).length <= 3, `${route.operationId} ${where}`);
+        }
+      }
+      assert.ok(arrays >= 4, 'photo, card and v2 images, webhook events');
+    });
+
+    it('bounds every string and array of every body (only base64 image data is left to the body cap)', () => {
+      const unbounded = routes.filter((r) => r.body).flatMap((route) => sizedSchemas(route.body!, `${route.operationId}:body`)
+        .filter(({ schema }) => (schema.type === 'array' ? schema.maxItems === undefined : schema.maxLength === undefined && !schema.enum))
+        .map(({ where }) => where));
+      assert.deepEqual([...new Set(unbounded.map((w) => w.replace(/^\w+:/, '')))].sort(), [
+        'body.design_reference_image.data', 'body.final_frame.data', 'body.image.data', 'body.images[].data',
+      ]);
+    });
+  });
+});
