@@ -5,10 +5,12 @@ import { Webhooks1732300000003 } from './1732300000003-Webhooks';
 import { Jobs1732300000004 } from './1732300000004-Jobs';
 import { StartStates1732300000005 } from './1732300000005-StartStates';
 import { ActionParamsIndex1732300000006 } from './1732300000006-ActionParamsIndex';
+import { HelperUsage1732300000009 } from './1732300000009-HelperUsage';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
   InitialSchema1732300000000, IdempotencyKeys1732300000001, Uploads1732300000002, Webhooks1732300000003, Jobs1732300000004,
   StartStates1732300000005,
   ActionParamsIndex1732300000006,
+  HelperUsage1732300000009,
 ];
