@@ -22,6 +22,12 @@ export interface Route {
   params?: JsonSchema;
   query?: JsonSchema;
   body?: JsonSchema;
+  /**
+   * How many base64 images the body can carry (from its schema). Such a body is capped at that many 15 MB images
+   * plus 1 MB, and over it answers 413 `image_too_large`; a body without images is capped at 64 KiB (413
+   * `request_too_large`), so no request can make the API buffer more than its largest legal body.
+   */
+  bodyImages?: number;
   /** Request headers the handler reads (documented only). */
   headers?: { name: string; description: string; schema: JsonSchema }[];
   responses: Record<number, RouteResponse>;
