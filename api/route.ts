@@ -24,7 +24,7 @@ export interface Route {
   body?: JsonSchema;
   /**
    * How many base64 images the body can carry (from its schema). Such a body is capped at that many 15 MB images
-   * plus 1 MB, and over it answers 413 `image_too_large`; a body without images is capped at 64 KiB (413
+   * plus 1 MB, and over it answers 413 `image_too_large`; a body without images is capped at 128 KiB (413
    * `request_too_large`), so no request can make the API buffer more than its largest legal body.
    */
   bodyImages?: number;
