@@ -15,9 +15,11 @@ import { requestId } from './middleware/request-id';
 import { buildOpenApiDocument } from './openapi';
 import { bodyLimit, type Route, type RouteGroup } from './route';
 import { V1_PREFIX } from './actions/submit';
+import { analyzeRoutes } from './routes/analyze';
 import { editRoutes } from './routes/edit';
 import { generateRoutes } from './routes/generate';
 import { healthRoutes } from './routes/health';
+import { helperRoutes } from './routes/helpers';
 import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';
 import { statusRoutes } from './routes/status';
@@ -34,7 +36,10 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       prefix: V1_PREFIX,
       authenticated: true,
       documented: true,
-      routes: [...projectRoutes(services), ...uploadRoutes(services), ...generateRoutes(services), ...editRoutes(services), ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services)],
+      routes: [
+        ...projectRoutes(services), ...uploadRoutes(services), ...analyzeRoutes(services), ...generateRoutes(services), ...editRoutes(services),
+        ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services), ...helperRoutes(services),
+      ],
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: jobRoutes(services) },
   ];

@@ -64,7 +64,14 @@ function operation(route: Route, group: RouteGroup) {
   if (route.params || route.query || route.body) {
     responses['422'] = { description: 'Validation failed', content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidationError' } } } };
   }
-  responses['500'] = { description: 'Unexpected failure', content: { 'application/json': { schema: { $ref: '#/components/schemas/InternalError' } } } };
+  const internalError = { $ref: '#/components/schemas/InternalError' };
+  const documentedFailure = route.responses[500];
+  responses['500'] = documentedFailure
+    ? {
+      description: `${documentedFailure.description}; or an unexpected failure (the bare root body)`,
+      content: { 'application/json': { schema: { oneOf: [{ $ref: '#/components/schemas/Error' }, internalError] } } },
+    }
+    : { description: 'Unexpected failure', content: { 'application/json': { schema: internalError } } };
   return {
     operationId: route.operationId,
     summary: route.summary,
@@ -86,6 +93,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'Status and results': 'Polling, cancelling and downloading results',
   'Projects and cards': 'Project > Card > Action: how results are grouped',
   Webhooks: 'Registered webhooks, their deliveries and redelivery',
+  'AI helpers': 'Synchronous marketing text and video scenarios from photos: 100 free calls a day (UTC), then 1 spark per started block of 20',
   'Jobs v2': 'Durable jobs for photo generation and edit: status, phase, polling hints, owner-checked cancel',
 };
 

@@ -6,6 +6,7 @@ import { Jobs1732300000004 } from './1732300000004-Jobs';
 import { StartStates1732300000005 } from './1732300000005-StartStates';
 import { ActionParamsIndex1732300000006 } from './1732300000006-ActionParamsIndex';
 import { ProviderRouting1732300000007 } from './1732300000007-ProviderRouting';
+import { HelperUsage1732300000009 } from './1732300000009-HelperUsage';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   StartStates1732300000005,
   ActionParamsIndex1732300000006,
   ProviderRouting1732300000007,
+  HelperUsage1732300000009,
 ];

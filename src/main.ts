@@ -14,6 +14,7 @@ import { createProviders } from './providers';
 import { OutboundPolicy } from './net/outbound';
 import { FileAssetStore } from './storage/asset-store';
 import { purgeUnreferencedInputs } from './storage/purge-inputs';
+import { expireHelperReservations, HELPER_RESERVATION_TTL_SECONDS } from './domain/helper-usage';
 import { UrlSigner } from './storage/signed-urls';
 import { loadSecret, SecretBox } from './secrets';
 import { connectClient } from './temporal/client';
@@ -77,6 +78,11 @@ async function main(mode: Mode): Promise<void> {
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));
     const housekeeping = setInterval(() => void purgeExpiredKeys(db).catch(() => undefined), 10 * 60_000);
     housekeeping.unref();
+    // Helper calls left reserved by an API process that died mid-call: cancelled (not counted, a held spark released).
+    const expireHelperCalls = () => void expireHelperReservations(db, HELPER_RESERVATION_TTL_SECONDS)
+      .catch((err) => log.warn('expiring helper reservations failed', { error: String(err) }));
+    expireHelperCalls();
+    setInterval(expireHelperCalls, 60_000).unref();
     log.info('API listening', { url: config.publicBaseUrl, openapi: `${config.publicBaseUrl}/openapi.json` });
   }
   if (devServer?.uiUrl) log.info('Temporal Web UI', { url: devServer.uiUrl });

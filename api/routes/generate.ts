@@ -8,6 +8,7 @@ import type { CardParams, PhotoParams, VideoParams } from '../../src/domain/acti
 import { categoryOfConcept, findCategory } from '../../src/domain/catalogue';
 import { photoPrice, readPriceList } from '../../src/domain/pricing';
 import { answerRepeat, Placement, requireProvider, send, submitAction, V1_PREFIX } from '../actions/submit';
+import { analyzeProduct } from '../ask-text-provider';
 import { AppError, badRequest, unsupportedParameter } from '../errors';
 import { idempotencyHeader } from '../idempotency';
 import { CheckedImage, ImageInput, imageReader, inputKeys } from '../images';
@@ -28,6 +29,7 @@ export const ERRORS: Record<number, RouteResponse> = {
   404: { description: '`not_found`: project_id does not exist' },
   409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
   413: { description: '`image_too_large`: an image is over 15 MB decoded or over 50 megapixels' },
+  500: { description: '`analysis_failed` (photos and cards): category_id or product_name was left out and the analysis that fills it failed; nothing was held' },
   503: { description: '`generation_unavailable`: the images could not be stored or the workflow could not be started; nothing was held' },
 };
 
@@ -58,7 +60,7 @@ export function generationKit(services: ApiServices) {
     let detected = false;
     if (!categoryId || !productName || needQualities) {
       requireProvider(services, 'text');
-      const analysis = await providers.text.analyze(images.map((i) => i.bytes), locale);
+      const analysis = await analyzeProduct(providers, images.map((i) => i.bytes), locale);
       qualities = analysis.qualities;
       if (!categoryId) [categoryId, detected] = [analysis.category_id, true];
       if (!productName) [productName, detected] = [analysis.product_name, true];

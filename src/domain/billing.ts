@@ -1,7 +1,8 @@
 /**
  * Sparks: holds, charges, releases and grants. Each is one conditional statement pair inside the caller's
  * transaction, so it happens exactly once whatever retries or duplicates occur:
- * - a hold is a row unique per action, and `accounts.held` grows only if `balance - held` covers it;
+ * - a hold is a row unique per action (or, for a hold that belongs to no action, one open row per `reference`), and
+ *   `accounts.held` grows only if `balance - held` covers it;
  * - charge and release move a hold out of `held` once (`WHERE status = 'held'`); the loser of a race sees 0 rows;
  * - a charge writes one ledger row with a unique reference, and the balance moves with it.
  */
@@ -22,8 +23,8 @@ export async function readBalance(manager: EntityManager, accountId: number): Pr
   return { balance: row.balance, available: row.balance - row.held, holds: row.held };
 }
 
-/** Reserves `amount` for `actionId`; throws InsufficientSparks (and changes nothing) when it is not covered. */
-export async function holdSparks(manager: EntityManager, accountId: number, actionId: number, amount: number): Promise<void> {
+/** Moves `amount` into `held` if `balance - held` covers it; throws InsufficientSparks (changing nothing) if not. */
+async function reserveSparks(manager: EntityManager, accountId: number, amount: number): Promise<void> {
   const reserved = await sqlRow(manager,
     `UPDATE accounts SET held = held + $2, updated_at = now()
       WHERE id = $1 AND balance - held >= $2
@@ -34,13 +35,32 @@ export async function holdSparks(manager: EntityManager, accountId: number, acti
     const { available } = await readBalance(manager, accountId);
     throw new InsufficientSparks(available, amount);
   }
+}
+
+/** Reserves `amount` for `actionId`; throws InsufficientSparks (and changes nothing) when it is not covered. */
+export async function holdSparks(manager: EntityManager, accountId: number, actionId: number, amount: number): Promise<void> {
+  await reserveSparks(manager, accountId, amount);
   await manager.query(
     `INSERT INTO spark_holds (account_id, action_id, amount, status) VALUES ($1, $2, $3, 'held')`,
     [accountId, actionId, amount],
   );
 }
 
+/**
+ * Reserves `amount` under `reference`, for a hold that belongs to no action (a paid block of helper calls). Only
+ * one hold per reference can be open; throws InsufficientSparks (and changes nothing) when it is not covered.
+ */
+export async function holdSparksUnder(manager: EntityManager, accountId: number, reference: string, amount: number): Promise<void> {
+  await reserveSparks(manager, accountId, amount);
+  await manager.query(
+    `INSERT INTO spark_holds (account_id, reference, amount, status) VALUES ($1, $2, $3, 'held')`,
+    [accountId, reference, amount],
+  );
+}
+
 export type Settlement = 'charged' | 'released';
+
+interface HeldSparks { account_id: number; amount: number }
 
 /**
  * Settles the hold of an action as `charged` (balance goes down, a ledger row is written) or `released`.
@@ -48,7 +68,7 @@ export type Settlement = 'charged' | 'released';
  * never books twice and a late release cannot undo a charge.
  */
 export async function settleHold(manager: EntityManager, actionId: number, outcome: Settlement): Promise<Settlement> {
-  const hold = await sqlRow(manager,
+  const hold = await sqlRow<HeldSparks>(manager,
     `UPDATE spark_holds SET status = $2, settled_at = now()
       WHERE action_id = $1 AND status = 'held'
       RETURNING account_id, amount`,
@@ -59,10 +79,16 @@ export async function settleHold(manager: EntityManager, actionId: number, outco
     if (!existing) throw new Error(`action ${actionId} has no spark hold`);
     return existing.status as Settlement;
   }
+  await book(manager, hold, outcome, `charge:action:${actionId}`, actionId);
+  return outcome;
+}
+
+/** The money move of a settled hold: a charge writes its ledger row and lowers the balance; both lower `held`. */
+async function book(manager: EntityManager, hold: HeldSparks, outcome: Settlement, ledgerReference: string, actionId: number | null): Promise<void> {
   if (outcome === 'charged') {
     await manager.query(
       `INSERT INTO spark_ledger (account_id, amount, kind, reference, action_id) VALUES ($1, $2, 'charge', $3, $4)`,
-      [hold.account_id, -hold.amount, `charge:action:${actionId}`, actionId],
+      [hold.account_id, -hold.amount, ledgerReference, actionId],
     );
     await manager.query(
       `UPDATE accounts SET balance = balance - $2, held = held - $2, updated_at = now() WHERE id = $1`,
@@ -71,7 +97,22 @@ export async function settleHold(manager: EntityManager, actionId: number, outco
   } else {
     await manager.query(`UPDATE accounts SET held = held - $2, updated_at = now() WHERE id = $1`, [hold.account_id, hold.amount]);
   }
-  return outcome;
+}
+
+/**
+ * Settles the open hold under `reference` (see holdSparksUnder); a charge is booked as `charge:<reference>`.
+ * Answers false, moving nothing, when no hold under that reference is open.
+ */
+export async function settleHoldUnder(manager: EntityManager, reference: string, outcome: Settlement): Promise<boolean> {
+  const hold = await sqlRow<HeldSparks>(manager,
+    `UPDATE spark_holds SET status = $2, settled_at = now()
+      WHERE reference = $1 AND status = 'held'
+      RETURNING account_id, amount`,
+    [reference, outcome],
+  );
+  if (!hold) return false;
+  await book(manager, hold, outcome, `charge:${reference}`, null);
+  return true;
 }
 
 /** Adds sparks to an account. `reference` makes the grant idempotent: the same reference books once. */

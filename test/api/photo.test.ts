@@ -75,7 +75,7 @@ describe('POST /generate/photo and GET /status over HTTP', function () {
     const call = apiClient(stack.baseUrl, apiKey);
     const created = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], resolution: '4K', category_id: 'food' }, { 'Accept-Language': 'es-ES,es;q=0.9,en;q=0.5' });
     assert.equal(created.status, 200);
-    assert.deepEqual(created.body.detected, { category_id: 'food', concept_id: 'food_catalog', product_name: 'Rojo producto' });
+    assert.deepEqual(created.body.detected, { category_id: 'food', concept_id: 'food_catalog', product_name: 'Producto rojo' });
     const [action] = await stack.db.query('SELECT price, params FROM actions WHERE id = $1', [created.body.action_id]);
     assert.equal(action.price, 7, 'generation 5 + 2 for 4K');
     assert.equal(action.params.locale, 'es');

@@ -2,7 +2,11 @@ import { Column, Entity, PrimaryGeneratedColumn, CreateDateColumn } from 'typeor
 
 export type HoldStatus = 'held' | 'charged' | 'released';
 
-/** Sparks reserved for one action; settled exactly once (unique action_id, conditional status move). */
+/**
+ * Sparks reserved for one action, or under a `reference` for a hold that belongs to no action (a paid block of
+ * helper calls, migration HelperUsage1732300000009); settled exactly once (unique action_id or one open hold per
+ * reference, conditional status move).
+ */
 @Entity('spark_holds')
 export class SparkHold {
   @PrimaryGeneratedColumn()
@@ -11,8 +15,11 @@ export class SparkHold {
   @Column({ name: 'account_id', type: 'integer' })
   accountId: number;
 
-  @Column({ name: 'action_id', type: 'integer', unique: true })
-  actionId: number;
+  @Column({ name: 'action_id', type: 'integer', unique: true, nullable: true })
+  actionId: number | null;
+
+  @Column({ type: 'text', nullable: true })
+  reference: string | null;
 
   @Column({ type: 'integer' })
   amount: number;

@@ -20,7 +20,10 @@ const COLOUR_NAMES: Record<Locale, Record<string, string>> = {
   en: { red: 'Red', orange: 'Orange', yellow: 'Yellow', green: 'Green', blue: 'Blue', purple: 'Purple', white: 'White', black: 'Black', grey: 'Grey' },
   es: { red: 'Rojo', orange: 'Naranja', yellow: 'Amarillo', green: 'Verde', blue: 'Azul', purple: 'Morado', white: 'Blanco', black: 'Negro', grey: 'Gris' },
 };
-const PRODUCT_WORD: Record<Locale, string> = { ru: 'товар', en: 'product', es: 'producto' };
+/** A product named by its colour, in each language's word order (`Red product`, `Producto rojo`). */
+const PRODUCT_NAME: Record<Locale, (colour: string) => string> = {
+  ru: (c) => `${c} товар`, en: (c) => `${c} product`, es: (c) => `Producto ${c.toLowerCase()}`,
+};
 const QUALITIES: Record<Locale, string[]> = {
   ru: ['Качественные материалы', 'Продуманный дизайн', 'Удобство в использовании'],
   en: ['Quality materials', 'Thoughtful design', 'Easy to use'],
@@ -54,9 +57,17 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
     return Math.ceil((this.options.delayMs ?? 0) / 1000) + (kind === 'video' ? 3 : 1);
   }
 
+  /** The name of the first photo's dominant colour: all the local analysis can read. */
+  private async colourOf(image: Buffer, locale: Locale): Promise<string> {
+    return COLOUR_NAMES[locale][colourName(...(await meanColour(image)))];
+  }
+
+  private analysisFor(colour: string, locale: Locale): ProductAnalysis {
+    return { category_id: 'other', product_name: PRODUCT_NAME[locale](colour), qualities: QUALITIES[locale] };
+  }
+
   async analyze(images: Buffer[], locale: Locale): Promise<ProductAnalysis> {
-    const colour = COLOUR_NAMES[locale][colourName(...(await meanColour(images[0])))];
-    return { category_id: 'other', product_name: `${colour} ${PRODUCT_WORD[locale]}`, qualities: QUALITIES[locale] };
+    return this.analysisFor(await this.colourOf(images[0], locale), locale);
   }
 
   async renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset> {
@@ -83,7 +94,8 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
   }
 
   async suggestWishes(job: WishesJob): Promise<string> {
-    return localWishes(job, await this.analyze(job.images, job.locale));
+    const colour = await this.colourOf(job.images[0], job.locale);
+    return localWishes(job, this.analysisFor(colour, job.locale), colour);
   }
 
   async suggestScenario(job: ScenarioJob): Promise<string> {
