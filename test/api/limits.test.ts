@@ -48,6 +48,7 @@ describe('request limits', function () {
         [`post ${V1}/upload`]: images(1),
         [`post ${V1}/generate/photo`]: images(5), [`post ${V1}/generate/card`]: images(6), [`post ${V1}/generate/video`]: images(2),
         [`post ${V1}/edit/{action_id}`]: plain, [`post ${V1}/webhooks`]: plain,
+        [`post ${V1}/analyze`]: images(1), [`post ${V1}/wishes/suggest`]: images(5), [`post ${V1}/video/suggest-scenario`]: images(1),
         [`post ${V2}/jobs/generate`]: images(5), [`post ${V2}/jobs/edit`]: plain,
       });
     });
