@@ -87,12 +87,15 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
       const taskId: string | null = row.provider_task_id;
       const signal = Context.current().cancellationSignal;
       try {
-        const progress = taskId
-          ? await providers.video.checkVideo(taskId, signal)
-          : await heartbeating(providers.video.startVideo(await videoJob(action), signal));
-        if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
-        if (!taskId) await db.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, progress.taskId]);
-        return { state: 'running', taskId: progress.taskId, progress: progress.progress };
+        // Heartbeats cover the whole step: a check may take a provider request, a download and a store.
+        return await heartbeating((async (): Promise<VideoStep> => {
+          const progress = taskId
+            ? await providers.video.checkVideo(taskId, signal)
+            : await providers.video.startVideo(await videoJob(action), signal);
+          if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
+          if (!taskId) await db.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, progress.taskId]);
+          return { state: 'running', taskId: progress.taskId, progress: progress.progress };
+        })());
       } catch (err) {
         if (taskId && err instanceof ProviderError && err.taskEnded) {
           await db.query('UPDATE actions SET provider_task_id = NULL WHERE id = $1 AND provider_task_id = $2', [actionId, taskId]);

@@ -4,12 +4,12 @@
  * Bookkeeping runs outside cancellation, so a cancel request can stop the render but never half a settlement.
  */
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, patched, proxyActivities, RetryPolicy, upsertSearchAttributes,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, RetryPolicy, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { announceOutcome } from './announce';
-import { renderAsset } from './render';
+import { renderAsset, stopProviderTask } from './render';
 
 const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
@@ -45,7 +45,8 @@ function setStatus(status: string): void {
 /** The message an integrator sees: the provider's own words, not Temporal's wrapping. */
 function failureMessage(err: unknown): string {
   const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure) return cause.message;
+  if (cause instanceof ApplicationFailure && SHOWN_FAILURE_TYPES.includes(cause.type ?? '')) return cause.message;
+  log.warn('generation failed for an internal reason', { error: String(cause) });
   return 'Generation failed';
 }
 
@@ -73,6 +74,7 @@ export async function actionWorkflow({ actionId, provider: route }: ActionWorkfl
       return { status: 'cancelled' };
     }
     const error = failureMessage(err);
+    await stopProviderTask(actionId, route);
     await settle(() => bookkeeping.failAction(actionId, error));
     setStatus('failed');
     await announce(actionId, 'failed');

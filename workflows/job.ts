@@ -11,14 +11,14 @@
  *   any live state ─ cancel ─▶ cancelled/failed (hold released)
  */
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep, TimeoutFailure,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, proxyActivities, sleep, TimeoutFailure,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { JobMove } from '../activities/job-lifecycle';
-import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { announceOutcome } from './announce';
-import { renderAsset } from './render';
+import { renderAsset, stopProviderTask } from './render';
 
 const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
@@ -52,7 +52,11 @@ function classify(err: unknown): Failure {
   if (cause instanceof ApplicationFailure) {
     const retryable = !cause.nonRetryable && !NON_RETRYABLE_FAILURE_TYPES.includes(cause.type as never);
     const detail = (cause.details?.[0] as { code?: string } | undefined)?.code;
-    return { retryable, code: detail ?? (retryable ? 'provider_unavailable' : 'provider_refused'), message: cause.message };
+    if (SHOWN_FAILURE_TYPES.includes(cause.type ?? '')) {
+      return { retryable, code: detail ?? (retryable ? 'provider_unavailable' : 'provider_refused'), message: cause.message };
+    }
+    log.warn('a job attempt failed for an internal reason', { error: String(cause) });
+    return { retryable, code: 'internal_error', message: 'Generation failed' };
   }
   if (cause instanceof TimeoutFailure) return { retryable: true, code: 'provider_timeout', message: 'The provider did not answer in time' };
   return { retryable: true, code: 'provider_error', message: 'The provider failed' };
@@ -84,6 +88,7 @@ export async function jobWorkflow({ jobId, actionId, maxAttempts, backoffMs, pro
           continue;
         }
         const status = failure.retryable ? 'dead_letter' : 'failed';
+        await stopProviderTask(actionId, route);
         await settle(() => bookkeeping.failAction(actionId, failure.message));
         await move({ status, phase: 'failed', retryable: failure.retryable, errorCode: failure.code, errorMessage: failure.message });
         await announceOutcome(actionId, 'failed');
@@ -101,6 +106,7 @@ export async function jobWorkflow({ jobId, actionId, maxAttempts, backoffMs, pro
     return { status: 'succeeded', assetPath: assetPath! };
   } catch (err) {
     if (!(err instanceof JobCancelled) && !isCancellation(err)) throw err;
+    await stopProviderTask(actionId, route); // e.g. cancelled while a retry was scheduled
     await settle(() => bookkeeping.cancelJob(jobId, actionId));
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: 'cancelled' }, { key: SEARCH_ATTRIBUTES.jobPhase, value: 'failed' }]);
     return { status: 'cancelled' };

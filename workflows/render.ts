@@ -2,32 +2,51 @@
  * The provider call of an action, on its provider's own task queue. A photo, card or edit is one activity. A video
  * is advanced one short activity at a time with a durable timer in between: the first submits the provider's task
  * and records its id, the next ones check it, the last stores the result. No worker slot is held while the
- * provider renders, a restarted worker carries on checking the same task (never submitting twice), and a cancel is
- * forwarded to the provider. Workflows started before routing (no route) render on the main queue as they did.
+ * provider renders, a restarted worker carries on checking the same task (never submitting twice), and a render
+ * that ends without a result (cancelled, failed for good, past its deadline) asks the provider to stop its task.
+ * Workflows started before routing (no route) render on the main queue as they did.
  */
-import { CancellationScope, isCancellation, log, patched, proxyActivities, RetryPolicy, sleep } from '@temporalio/workflow';
+import {
+  ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, RetryPolicy, sleep,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { ProviderRoute, TIMEOUTS } from '../src/temporal/contract';
+import { FAILURE_TYPES, ProviderRoute, TIMEOUTS } from '../src/temporal/contract';
 
 export async function renderAsset(
   actionId: number, route: ProviderRoute | undefined, retry: RetryPolicy, unrouted: Activities['generateAsset'],
 ): Promise<string> {
   if (!route || !patched('provider-routing')) return unrouted(actionId);
-  const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, taskQueue: route.taskQueue, retry });
+  const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, ...TIMEOUTS.providerQueue, taskQueue: route.taskQueue, retry });
   if (route.pollSeconds === undefined) return provider.generateAsset(actionId);
+  const deadline = Date.now() + TIMEOUTS.videoRenderMs;
   try {
     for (;;) {
       const progress = await provider.advanceVideoRender(actionId);
       if (progress.state === 'done') return progress.assetPath;
+      if (Date.now() >= deadline) {
+        throw ApplicationFailure.create({
+          type: FAILURE_TYPES.providerUnavailable, nonRetryable: true, details: [{ code: 'provider_deadline' }],
+          message: `The video provider did not finish within ${TIMEOUTS.videoRenderMs / 60_000} minutes`,
+        });
+      }
       await sleep(route.pollSeconds * 1000);
     }
   } catch (err) {
-    if (isCancellation(err)) await CancellationScope.nonCancellable(() => forwardCancel(route.taskQueue, actionId));
+    if (isCancellation(err)) await stopProviderTask(actionId, route);
     throw err;
   }
 }
 
-/** Best effort: the provider is asked to stop its task; the action is cancelled and released either way. */
+/**
+ * Asks the provider to stop the action's video task, if one is still recorded (an ended task is not): for a
+ * render that is over without a result. Nothing to do for images or unrouted workflows.
+ */
+export async function stopProviderTask(actionId: number, route: ProviderRoute | undefined): Promise<void> {
+  if (route?.pollSeconds === undefined) return;
+  await CancellationScope.nonCancellable(() => forwardCancel(route.taskQueue, actionId));
+}
+
+/** Best effort: the provider is asked to stop the action's task, if one is still recorded (ended ones are not). */
 async function forwardCancel(taskQueue: string, actionId: number): Promise<void> {
   const { cancelVideoRender } = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, taskQueue, retry: { maximumAttempts: 3 } });
   try {

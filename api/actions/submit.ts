@@ -120,7 +120,13 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
       }));
     throw generationUnavailable();
   }
-  if (!(await confirmStart(db.manager, placed.actionId))) throw generationUnavailable(); // abandoned meanwhile
+  // The workflow runs: unless the reconciler abandoned the start meanwhile, the answer is the stored one. If the
+  // confirmation itself fails (the database is away), the reconciler confirms it later: still the stored answer.
+  const confirmed = await confirmStart(db.manager, placed.actionId).catch((err) => {
+    log.warn('could not confirm a started workflow; the reconciler will', { actionId: placed.actionId, error: String(err) });
+    return true;
+  });
+  if (!confirmed) throw generationUnavailable();
   return response;
 }
 

@@ -33,6 +33,8 @@ export async function purgeUnreferencedInputs(
   const deleteUnreferenced = async () => {
     const keep = await stillReferenced(db, candidates);
     for (const key of candidates.filter((k) => !keep.has(k))) {
+      // Asked again just before deleting, so the window in which a new action can name it is one statement long.
+      if ((await stillReferenced(db, [key])).size > 0) continue;
       await store.delete(key);
       inputs++;
     }

@@ -50,6 +50,13 @@ export const TIMEOUTS = {
   bookkeeping: { startToCloseTimeout: '30 seconds' },
   /** A provider call: long, heartbeating so that a dead worker is noticed in seconds, not minutes. */
   provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: `${PROVIDER_HEARTBEAT_TIMEOUT_SECONDS} seconds` },
+  /**
+   * How long a provider call may wait for a worker of its provider's queue (none serves it, e.g. after the provider
+   * was switched): then it fails and the hold is released, rather than staying open while nothing can run it.
+   */
+  providerQueue: { scheduleToStartTimeout: '30 minutes' },
+  /** The longest a video may take at its provider, checks included; then its task is stopped and the action fails. */
+  videoRenderMs: 60 * 60_000,
   /** One webhook POST: the receiver has 10 s; the rest is margin for connecting. */
   delivery: { startToCloseTimeout: '15 seconds' },
 } as const;
@@ -63,3 +70,8 @@ export const FAILURE_TYPES = {
   webhookUnreachable: 'WebhookUnreachable',
 } as const;
 export const NON_RETRYABLE_FAILURE_TYPES = [FAILURE_TYPES.providerRefused, FAILURE_TYPES.invalidInput];
+/**
+ * The failures whose message an integrator may read as `error_message`: the provider adapters' own words. Any other
+ * failure (a database or storage error, a bug) may carry internal paths or addresses: it is logged, not shown.
+ */
+export const SHOWN_FAILURE_TYPES: readonly string[] = [FAILURE_TYPES.providerRefused, FAILURE_TYPES.providerUnavailable, FAILURE_TYPES.invalidInput];

@@ -5,6 +5,7 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from '@runwayml/sdk';
 import { OutboundRefused, OutboundTooLarge } from '../../net/outbound';
+import { log } from '../../log';
 import { ProviderError } from '../provider';
 
 /** Worth another try: rate limits, timeouts and outages (Runway's own guidance names 429, 502, 503 and 504). */
@@ -28,14 +29,16 @@ function runwayMessage(err: APIError): string {
 export function requestError(err: unknown, what: string): ProviderError {
   if (err instanceof ProviderError) return err;
   if (err instanceof APIConnectionTimeoutError) return new ProviderError(`Runway ${what}: no answer in time`, 'timeout', true);
+  // Transport details (addresses, proxies) go to the log; the integrator reads only what happened.
   if (err instanceof APIConnectionError) {
-    const cause = (err.cause as Error | undefined)?.message;
-    return new ProviderError(`Runway ${what}: cannot reach Runway${cause ? ` (${cause})` : ''}`, 'unavailable', true);
+    log.warn('Runway could not be reached', { request: what, error: String((err.cause as Error | undefined)?.message ?? err.message) });
+    return new ProviderError(`Runway ${what}: cannot reach Runway`, 'unavailable', true);
   }
   if (err instanceof APIError && err.status !== undefined) {
     return new ProviderError(`Runway ${what} answered HTTP ${err.status}: ${runwayMessage(err)}`, statusCode(err.status), isRetryableStatus(err.status));
   }
-  return new ProviderError(`Runway ${what} failed: ${(err as Error)?.message ?? String(err)}`, 'unavailable', true);
+  log.warn('a Runway request failed', { request: what, error: String((err as Error)?.message ?? err) });
+  return new ProviderError(`Runway ${what} failed`, 'unavailable', true);
 }
 
 /**
