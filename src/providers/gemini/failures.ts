@@ -3,6 +3,7 @@
  * Temporal), which are final, and the message the integrator reads as `error_message`.
  */
 import { ApiError, type GenerateContentResponse } from '@google/genai';
+import { log } from '../../log';
 import { ProviderError } from '../provider';
 
 /** Finish reasons that mean the model refused on content grounds: asking again gives the same answer. */
@@ -48,7 +49,9 @@ export function wireFailure(err: unknown, signal: AbortSignal | undefined, timeo
   }
   if (err instanceof TypeError && /fetch failed|terminated|network/i.test(err.message)) {
     const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-    return new ProviderError(`Gemini could not be reached: ${cause?.code ?? cause?.message ?? err.message}`, 'network_error', true);
+    // The error code only: the cause's text can name internal addresses (a proxy); it goes to the log.
+    log.warn('Gemini could not be reached', { error: cause?.message ?? err.message });
+    return new ProviderError(`Gemini could not be reached${cause?.code ? ` (${cause.code})` : ''}`, 'network_error', true);
   }
   if (err instanceof SyntaxError) return badAnswer(`Gemini's answer is not JSON: ${err.message}`); // a 200 body the SDK cannot parse
   return err;
