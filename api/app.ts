@@ -111,7 +111,7 @@ export function createApp(services: ApiServices): Koa {
     // Bodies are read only for a matched route that takes one, only after the key and rate limit passed, and only
     // up to what that route can legally receive.
     for (const route of group.routes) {
-      if (route.body) router[route.method](toKoaPath(route.path), jsonBody(bodyLimit(route)), handler(route));
+      if (route.body) router[route.method](toKoaPath(route.path), jsonBody(bodyLimit(route), services.bodyBytesInFlight), handler(route));
       else router[route.method](toKoaPath(route.path), handler(route));
     }
     root.use(router.routes(), router.allowedMethods({ throw: true }));

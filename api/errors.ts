@@ -8,6 +8,8 @@ export class AppError extends Error {
     readonly code: string,
     message: string,
     readonly details?: Record<string, unknown>,
+    /** Response headers that go with the error (`Retry-After` of a 503). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.name = 'AppError';
@@ -22,8 +24,8 @@ export const forbidden = (what: string) => new AppError(403, 'forbidden', `${wha
 export const imageTooLarge = (message: string) => new AppError(413, 'image_too_large', message);
 export const insufficientTokens = (available: number, required: number) =>
   new AppError(402, 'insufficient_tokens', `Not enough sparks: ${available} available, ${required} required`, { available, required });
-export const generationUnavailable = (message = 'Generation is temporarily unavailable, try again shortly') =>
-  new AppError(503, 'generation_unavailable', message);
+export const generationUnavailable = (message = 'Generation is temporarily unavailable, try again shortly', retryAfterSeconds?: number) =>
+  new AppError(503, 'generation_unavailable', message, undefined, retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : undefined);
 
 /** One AJV error in the 422 `detail` array: where (`loc`), what (`msg`), and the failed keyword (`type`). */
 export interface ValidationIssue {

@@ -5,7 +5,8 @@ import convertHeic from 'heic-convert';
 parentPort!.on('message', async (heic: Uint8Array) => {
   try {
     const jpeg = await convertHeic({ buffer: heic, format: 'JPEG', quality: 0.92 });
-    parentPort!.postMessage({ jpeg: new Uint8Array(jpeg) });
+    const bytes = new Uint8Array(jpeg);
+    parentPort!.postMessage({ jpeg: bytes }, [bytes.buffer]); // moved, not copied
   } catch (err) {
     parentPort!.postMessage({ error: (err as Error).message });
   }

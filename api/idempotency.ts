@@ -3,7 +3,7 @@
  * The key is claimed inside the transaction that records the action, so two requests arriving together
  * serialise on the key's primary key: the second waits, then reads the first one's answer.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { DataSource, EntityManager } from 'typeorm';
 import { sqlRow } from '../src/db/sql';
@@ -37,13 +37,35 @@ export class IdempotentReplay extends Error {
   }
 }
 
-/** Key-sorted JSON; recursive, but a body is at most MAX_JSON_DEPTH (32) deep by the time it gets here (json-body). */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+/**
+ * Feeds key-sorted JSON to `hash` piece by piece, so a body of large base64 images is never copied into one more
+ * string of its size; recursive, but a body is at most MAX_JSON_DEPTH (32) deep by the time it gets here (json-body).
+ */
+function hashCanonical(hash: Hash, value: unknown): void {
+  if (Array.isArray(value)) {
+    hash.update('[');
+    value.forEach((item, i) => {
+      if (i > 0) hash.update(',');
+      hashCanonical(hash, item);
+    });
+    hash.update(']');
+  } else if (value && typeof value === 'object') {
+    hash.update('{');
+    Object.keys(value).sort().forEach((k, i) => {
+      hash.update(`${i > 0 ? ',' : ''}${JSON.stringify(k)}:`);
+      hashCanonical(hash, (value as Record<string, unknown>)[k]);
+    });
+    hash.update('}');
+  } else {
+    hash.update(JSON.stringify(value) ?? 'null');
   }
-  return JSON.stringify(value) ?? 'null';
+}
+
+/** The fingerprint of a request: sha256 of its path, a newline and its key-sorted JSON body. */
+function requestHashOf(path: string, body: unknown): string {
+  const hash = createHash('sha256').update(`${path}\n`);
+  hashCanonical(hash, body);
+  return hash.digest('hex');
 }
 
 /** The claim for this request, or undefined when no key was sent; 422 for a malformed key. */
@@ -55,7 +77,7 @@ export function readIdempotencyKey(ctx: Context, accountId: number, scope: strin
       loc: ['header', 'Idempotency-Key'], msg: 'must be 1-128 characters of A-Z, a-z, 0-9, "-", "_", ".", ":"', type: 'pattern',
     }]);
   }
-  return { accountId, scope, key, requestHash: createHash('sha256').update(`${ctx.path}\n${canonical(body)}`).digest('hex') };
+  return { accountId, scope, key, requestHash: requestHashOf(ctx.path, body) };
 }
 
 interface KeyRow { request_hash: string; response_status: number; response_body: unknown; start_state: string | null }

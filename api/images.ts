@@ -7,14 +7,16 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { sqlRow } from '../src/db/sql';
-import { MAX_IMAGE_PIXELS } from '../src/domain/image-limits';
+import { MAX_HEIC_PIXELS, MAX_IMAGE_PIXELS } from '../src/domain/image-limits';
 import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../src/net/outbound';
-import { AppError, badRequest, imageTooLarge } from './errors';
-import { heicToJpeg } from './heic-converter';
+import { AppError, badRequest, generationUnavailable, imageTooLarge } from './errors';
+import { HeicConversionTimedOut, HeicConverterBusy, heicToJpeg } from './heic-converter';
 import type { ApiServices } from './services';
 
 export const MAX_IMAGE_BYTES = 15 * 1024 * 1024;
 const URL_FETCH_TIMEOUT_MS = 15_000;
+/** Seconds a request refused for a full HEIC converter queue is asked to wait (`Retry-After`). */
+const HEIC_BUSY_RETRY_AFTER_SECONDS = 5;
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'heic';
 
@@ -39,9 +41,16 @@ export function sniffImageFormat(bytes: Buffer): ImageFormat | undefined {
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** Decodes base64 text (a `data:` URI prefix and whitespace are tolerated), refusing oversize before decoding. */
+const DATA_URI_PREFIX = /^data:[^,]*;base64,/;
+
+/**
+ * Decodes base64 text (a `data:` URI prefix and whitespace are tolerated), refusing oversize before decoding. The
+ * text can be 20 MB, so it is sliced (no copy) rather than rewritten, and rewritten only when it holds whitespace.
+ */
 export function decodeBase64Image(text: string, where: string): Buffer {
-  const payload = text.replace(/^data:[^,]*;base64,/, '').replace(/\s+/g, '');
+  const prefix = text.startsWith('data:') ? DATA_URI_PREFIX.exec(text)?.[0].length ?? 0 : 0;
+  let payload = prefix ? text.slice(prefix) : text;
+  if (/\s/.test(payload)) payload = payload.replace(/\s+/g, '');
   const padding = payload.endsWith('==') ? 2 : payload.endsWith('=') ? 1 : 0;
   const decodedSize = Math.floor((payload.length * 3) / 4) - padding;
   if (decodedSize > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${decodedSize} bytes decoded; the limit is ${MAX_IMAGE_BYTES}`);
@@ -50,8 +59,27 @@ export function decodeBase64Image(text: string, where: string): Buffer {
 }
 
 /**
+ * HEIC to JPEG on the shared converter. A full queue is 503 (the image is fine, the server is busy: try again); a
+ * conversion past the timeout is 400, since an image within MAX_HEIC_PIXELS converts in about a second, so one that
+ * runs fifteen is built to stall the converter and would again.
+ */
+async function convertHeic(heic: Buffer, pixels: number, where: string): Promise<Buffer> {
+  try {
+    return await heicToJpeg(heic, pixels);
+  } catch (err) {
+    if (err instanceof HeicConverterBusy) {
+      throw generationUnavailable(`${where}: the HEIC converter is busy with other requests; try again shortly, or send the image as JPEG`,
+        HEIC_BUSY_RETRY_AFTER_SECONDS);
+    }
+    if (err instanceof HeicConversionTimedOut) throw badRequest(`${where} cannot be decoded as HEIC (${err.message}); send it as JPEG`);
+    throw badRequest(`${where} cannot be decoded as HEIC (${(err as Error).message})`);
+  }
+}
+
+/**
  * Sniffs, checks the pixel count from the header, converts HEIC (on a worker thread), and decodes every pixel once;
- * 413 over MAX_IMAGE_PIXELS, 400 for anything that is not a usable JPEG, PNG, WebP or HEIC.
+ * 413 over MAX_IMAGE_PIXELS (MAX_HEIC_PIXELS for HEIC), 400 for anything that is not a usable JPEG, PNG, WebP or
+ * HEIC, 503 when the HEIC converter's queue is full.
  */
 export async function checkImage(original: Buffer, where: string): Promise<CheckedImage> {
   if (original.length > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${original.length} bytes; the limit is ${MAX_IMAGE_BYTES}`);
@@ -64,15 +92,17 @@ export async function checkImage(original: Buffer, where: string): Promise<Check
   const header = await sharp(original, { failOn: 'error', limitInputPixels: false }).metadata().catch((err) => {
     throw undecodable(err, sniffed);
   });
-  if ((header.width ?? 0) * (header.height ?? 0) > MAX_IMAGE_PIXELS) {
+  const pixels = (header.width ?? 0) * (header.height ?? 0);
+  if (pixels > MAX_IMAGE_PIXELS) {
     throw imageTooLarge(`${where} is ${header.width}x${header.height} pixels; the limit is ${MAX_IMAGE_PIXELS} pixels`);
+  }
+  if (sniffed === 'heic' && pixels > MAX_HEIC_PIXELS) {
+    throw imageTooLarge(`${where} is ${header.width}x${header.height} pixels; the limit is ${MAX_HEIC_PIXELS} pixels for HEIC (send larger photos as JPEG)`);
   }
   let bytes = original;
   let format = sniffed;
   if (sniffed === 'heic') {
-    bytes = await heicToJpeg(original).catch((err) => {
-      throw undecodable(err, 'heic');
-    });
+    bytes = await convertHeic(original, pixels, where);
     format = 'jpeg';
   }
   try {

@@ -49,6 +49,12 @@ function operation(route: Route, group: RouteGroup) {
     const over = `\`${limit.code}\`: the body is over ${limit.bytes} bytes`;
     const documented = responses['413'] as { description: string } | undefined;
     responses['413'] = documented ? { ...documented, description: `${documented.description}, or ${over}` } : errorResponse(over);
+    const busy = '`generation_unavailable`: the server holds as many request bodies as it can (`MAX_BODY_BYTES_IN_FLIGHT`); try again after `Retry-After`';
+    const unavailable = responses['503'] as { description: string } | undefined;
+    responses['503'] = {
+      ...(unavailable ? { ...unavailable, description: `${unavailable.description}; or ${busy}` } : errorResponse(busy)),
+      headers: { ...(group.authenticated ? RATE_LIMIT_HEADERS : {}), ...(unavailable as { headers?: object } | undefined)?.headers, 'Retry-After': { description: 'Seconds', schema: { type: 'integer' } } },
+    };
   }
   if (group.authenticated) {
     responses['401'] = errorResponse('Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`)');

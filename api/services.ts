@@ -7,6 +7,7 @@ import type { UrlSigner } from '../src/storage/signed-urls';
 import type { OutboundPolicy } from '../src/net/outbound';
 import type { SecretBox } from '../src/secrets';
 import type { DefaultGrouping } from '../src/db/entities/api-key';
+import type { BodyBytesInFlight } from './middleware/body-bytes-in-flight';
 
 /** Everything the API's handlers use, built once at start. */
 export interface ApiServices {
@@ -21,6 +22,8 @@ export interface ApiServices {
   outbound: OutboundPolicy;
   /** Seals webhook secrets for storage. */
   secrets: SecretBox;
+  /** The request-body bytes the process may hold at once (`MAX_BODY_BYTES_IN_FLIGHT`), shared by every route. */
+  bodyBytesInFlight: BodyBytesInFlight;
 }
 
 /** Who is calling: set by the auth middleware on `ctx.state.caller`. */

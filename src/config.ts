@@ -23,6 +23,8 @@ export interface Config {
   /** HMAC key for signed asset URLs (32+ characters, no placeholder); when unset a random one is kept in `dataDir`. */
   assetSigningSecret: string | undefined;
   rateLimitPerMinute: number;
+  /** Request-body bytes the API process holds at once across all requests; past it, 503 before reading. */
+  maxBodyBytesInFlight: number;
   /** Time the local renderer takes per image, so that processing, cancel and restart can be observed. */
   localRendererDelayMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -115,6 +117,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     temporalUiPort: int('TEMPORAL_UI_PORT', 8233),
     assetSigningSecret: secret('ASSET_SIGNING_SECRET'),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
+    maxBodyBytesInFlight: int('MAX_BODY_BYTES_IN_FLIGHT', 400 * 1024 * 1024),
     localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),

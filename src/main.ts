@@ -6,6 +6,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
+import { BodyBytesInFlight } from '../api/middleware/body-bytes-in-flight';
 import { purgeExpiredKeys } from '../api/idempotency';
 import { loadConfig } from './config';
 import { openDatabase } from './db/data-source';
@@ -72,7 +73,7 @@ async function main(mode: Mode): Promise<void> {
   let server: http.Server | undefined;
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
-    const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets });
+    const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight) });
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));

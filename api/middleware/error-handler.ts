@@ -17,6 +17,7 @@ export function errorHandler(): Middleware {
     } catch (err) {
       if (err instanceof AppError) {
         ctx.status = err.status;
+        if (err.headers) ctx.set(err.headers);
         ctx.body = { detail: { error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
         return;
       }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
-import type { Middleware } from 'koa';
-import { AppError, badRequest, ValidationFailed, type ValidationIssue } from '../errors';
+import type { Context, Middleware } from 'koa';
+import { AppError, badRequest, generationUnavailable, ValidationFailed, type ValidationIssue } from '../errors';
+import type { BodyBytesInFlight, BodyReservation } from './body-bytes-in-flight';
 
 /** Deepest nesting of arrays and objects a body may have (the deepest legal one has 3 levels). */
 export const MAX_JSON_DEPTH = 32;
@@ -76,64 +77,99 @@ function jsonShapeIssue(text: string): { msg: string; type: string } | undefined
   return undefined;
 }
 
+/** Seconds a request refused for lack of body room is asked to wait (`Retry-After`). */
+const BODY_BUSY_RETRY_AFTER_SECONDS = 5;
+
+const tooLarge = (limit: { bytes: number; code: string }) =>
+  new AppError(413, limit.code, `The request body is over ${limit.bytes} bytes, the limit of this endpoint`);
+const noRoom = () => generationUnavailable(
+  'The server is receiving as many large request bodies as it can hold at once; try again shortly', BODY_BUSY_RETRY_AFTER_SECONDS);
+
 /**
- * Reads the request up to `limit` bytes; undefined past it. The rest is dropped as it arrives (as Node drops any
- * body left unread), never buffered: the connection stays whole, so the client can finish sending and read the 413.
+ * Reads the request up to `limit` bytes, each byte reserved before it is kept: 'over_limit' past the limit, 'busy'
+ * when the process has no room left for it. A refused body's rest is dropped as it arrives (as Node drops any body
+ * left unread), never buffered: the connection stays whole, so the client can finish sending and read the answer.
+ * With a Content-Length the bytes go straight into one buffer of that size, so no chunk list is copied into a second.
  */
-function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+function readCapped(req: IncomingMessage, limit: number, declared: number, reservation: BodyReservation): Promise<Buffer | 'over_limit' | 'busy'> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    const whole = declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
+    let chunks: Buffer[] = [];
     let size = 0;
-    const finish = (result?: Buffer, err?: Error) => {
+    const finish = (result?: Buffer | 'over_limit' | 'busy', err?: Error) => {
       req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onError);
       if (err) reject(err);
-      else resolve(result);
+      else resolve(result!);
     };
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) {
-        chunks.push(chunk);
-      } else {
-        finish(undefined);
+      const total = size + chunk.length;
+      const refusal = total > limit ? 'over_limit' : total > reservation.bytes && !reservation.take(total - reservation.bytes) ? 'busy' : undefined;
+      if (refusal) {
+        finish(refusal);
         req.resume();
+        return;
       }
+      if (whole) chunk.copy(whole, size);
+      else chunks.push(chunk);
+      size = total;
     };
-    const onEnd = () => finish(Buffer.concat(chunks));
+    const onEnd = () => {
+      if (whole) return finish(whole.subarray(0, size));
+      const body = Buffer.concat(chunks, size);
+      chunks = [];
+      finish(body);
+    };
     const onError = () => finish(undefined, badRequest('The request body was cut short'));
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onError);
   });
 }
 
+/** The body as text; only the text outlives this call, so the bytes can be collected while the JSON is parsed. */
+async function readText(req: IncomingMessage, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation): Promise<string> {
+  const raw = await readCapped(req, limit.bytes, declared, reservation);
+  if (raw === 'over_limit') throw tooLarge(limit);
+  if (raw === 'busy') throw noRoom();
+  return raw.toString('utf8');
+}
+
+/** The parsed body (undefined when empty), checked for shape and storable strings; the text dies with this call. */
+async function readJson(ctx: Context, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation): Promise<unknown> {
+  const text = await readText(ctx.req, limit, declared, reservation);
+  if (text.trim() === '') return undefined;
+  if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
+    throw badRequest('Content-Type must be application/json');
+  }
+  const shape = jsonShapeIssue(text);
+  if (shape) throw new ValidationFailed([{ loc: ['body'], ...shape }]);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw badRequest('The request body is not valid JSON');
+  }
+  const unfit = findUnstorable(body, ['body']);
+  if (unfit) throw new ValidationFailed([unfit]);
+  return body;
+}
+
 /**
  * Reads a JSON body into `ctx.request.body`, refusing (413 `limit.code`) one over `limit.bytes` by its
- * Content-Length or while streaming, and (422) JSON nested deeper than MAX_JSON_DEPTH or holding more than
- * MAX_JSON_VALUES values, before it is parsed.
+ * Content-Length or while streaming, (503) one the process has no room for in `inFlight` (by its Content-Length,
+ * before reading, or while streaming), and (422) JSON nested deeper than MAX_JSON_DEPTH or holding more than
+ * MAX_JSON_VALUES values, before it is parsed. The body's bytes stay reserved until the handler has finished.
  */
-export function jsonBody(limit: { bytes: number; code: string }): Middleware {
+export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyBytesInFlight): Middleware {
   return async (ctx, next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);
-    const raw = declared > limit.bytes ? undefined : await readCapped(ctx.req, limit.bytes);
-    if (!raw) throw new AppError(413, limit.code, `The request body is over ${limit.bytes} bytes, the limit of this endpoint`);
-    const text = raw.toString('utf8');
-    if (text.trim() === '') {
-      (ctx.request as { body?: unknown }).body = undefined;
-      return next();
-    }
-    if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
-      throw badRequest('Content-Type must be application/json');
-    }
-    const shape = jsonShapeIssue(text);
-    if (shape) throw new ValidationFailed([{ loc: ['body'], ...shape }]);
-    let body: unknown;
+    if (declared > limit.bytes) throw tooLarge(limit);
+    const reservation = inFlight.reserve();
     try {
-      body = JSON.parse(text);
-    } catch {
-      throw badRequest('The request body is not valid JSON');
+      if (!reservation.take(declared)) throw noRoom();
+      (ctx.request as { body?: unknown }).body = await readJson(ctx, limit, declared, reservation);
+      await next();
+    } finally {
+      reservation.release();
     }
-    const unfit = findUnstorable(body, ['body']);
-    if (unfit) throw new ValidationFailed([unfit]);
-    (ctx.request as { body?: unknown }).body = body;
-    await next();
   };
 }

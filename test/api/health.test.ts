@@ -45,6 +45,7 @@ describe('readiness', () => {
     const app = createApp({
       config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl, webhookRetryInitialMs: 100, jobMaxAttempts: 3, jobRetryBackoffMs: 100 },
       db: doomed, temporal: stack.temporal, store: stack.store, signer: stack.signer, providers: stack.deps.providers, outbound: stack.deps.outbound, secrets: stack.deps.secrets,
+      bodyBytesInFlight: stack.services.bodyBytesInFlight,
     });
     const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));

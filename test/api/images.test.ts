@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { heicToJpeg } from '../../api/heic-converter';
+import { heicConverter, heicToJpeg } from '../../api/heic-converter';
 import { inputKey } from '../../api/images';
 import { OutboundPolicy } from '../../src/net/outbound';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
@@ -116,16 +116,16 @@ describe('image inputs over HTTP', function () {
   });
 
   it('converts a large HEIC off the event loop: the API answers /healthz while the conversion runs', async () => {
-    const heic = largeHeic(16, 16); // 5120x5120
+    const heic = largeHeic(15, 15); // 4800x4800
     let converted = false;
-    const conversion = heicToJpeg(heic).finally(() => {
+    const conversion = heicToJpeg(heic, 4800 * 4800).finally(() => {
       converted = true;
     });
     const health = await fetch(`${stack.baseUrl}/healthz`);
     assert.equal(health.status, 200);
     assert.equal(converted, false, '/healthz was answered before the conversion ended');
     const meta = await sharp(await conversion).metadata();
-    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 5120, 5120]);
+    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 4800, 4800]);
 
     const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
     const upload = await call('POST', `${V1}/upload`, { image: { data: heic.toString('base64') } });
@@ -143,6 +143,33 @@ describe('image inputs over HTTP', function () {
       }
     }
     assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+  });
+
+  it('refuses a HEIC over 25 megapixels from its header (413), before converting it: HEIC costs twice as much to decode', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const threads = heicConverter.threadCount;
+    const res = await call('POST', `${V1}/upload`, { image: { data: largeHeic(16, 16).toString('base64') } });
+    assert.deepEqual([res.status, res.body.detail?.error], [413, 'image_too_large'], JSON.stringify(res.body));
+    assert.match(res.body.detail.message, /is 5120x5120 pixels; the limit is 25000000 pixels for HEIC \(send larger photos as JPEG\)/);
+    assert.equal(heicConverter.threadCount, threads, 'nothing was converted');
+  });
+
+  it('answers 503 generation_unavailable with Retry-After at once when the HEIC converter queue is full', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const data = readFileSync(path.join(FIXTURES, 'sample.heic')).toString('base64');
+    const big = largeHeic(12, 12);
+    const queued = Array.from({ length: heicConverter.limits.maxPending }, () => heicToJpeg(big, 3840 * 3840));
+    try {
+      const res = await call('POST', `${V1}/upload`, { image: { data } });
+      assert.deepEqual([res.status, res.body.detail.error, res.headers.get('retry-after')], [503, 'generation_unavailable', '5'], JSON.stringify(res.body));
+      assert.match(res.body.detail.message, /^image: the HEIC converter is busy with other requests; try again shortly, or send the image as JPEG$/);
+      assert.equal(heicConverter.pendingConversions, heicConverter.limits.maxPending, 'the refused image was never queued');
+    } finally {
+      await Promise.all(queued);
+    }
+    assert.equal(heicConverter.pendingConversions, 0);
+    const accepted = await call('POST', `${V1}/upload`, { image: { data } });
+    assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
   });
 
   it('accepts PNG and WebP whatever media_type says', async () => {

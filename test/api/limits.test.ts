@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { Readable } from 'node:stream';
 import { routeGroups } from '../../api/app';
 import { ValidationFailed } from '../../api/errors';
@@ -6,7 +7,7 @@ import { findUnstorable, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../api/middl
 import { bodyLimit, DEFAULT_BODY_LIMIT_BYTES, type JsonSchema, type Route } from '../../api/route';
 import { SHARED_SCHEMAS } from '../../api/schemas/shared';
 import { compileValidator } from '../../api/validation';
-import { newAccount, V1 } from '../support/fixtures';
+import { eventually, newAccount, noiseImage, V1 } from '../support/fixtures';
 import { rawRequest, RawRequest } from '../support/raw-http';
 import { Stack, startStack } from '../support/stack';
 
@@ -173,5 +174,79 @@ describe('request limits', function () {
         'body.design_reference_image.data', 'body.final_frame.data', 'body.image.data', 'body.images[].data',
       ]);
     });
+  });
+});
+
+/** A request whose body is sent in part and then held open: it keeps what the server reserved for it. */
+function heldBody(baseUrl: string, headers: Record<string, string>, path: string, body: string) {
+  const { hostname, port } = new URL(baseUrl);
+  const req = http.request({ host: hostname, port, method: 'POST', path, agent: false,
+    headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
+  const answered = new Promise<{ status: number; json: any }>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(Buffer.concat(chunks).toString()) }));
+    });
+  });
+  req.write(body.slice(0, 1024));
+  return { answered, finish: () => req.end(body.slice(1024)), abort: () => req.destroy() };
+}
+
+describe('request bodies in flight', function () {
+  this.timeout(60_000);
+  const MiB = 1024 * 1024;
+  let stack: Stack;
+  let headers: Record<string, string>;
+  let send: (request: RawRequest) => ReturnType<typeof rawRequest>;
+  const inFlight = () => stack.services.bodyBytesInFlight.bytes;
+  before(async () => {
+    stack = await startStack({ withWorker: false, maxBodyBytesInFlight: 4 * MiB });
+    headers = { Authorization: `Bearer ${(await newAccount(stack.db, 0)).apiKey}` };
+    send = (request) => rawRequest(stack.baseUrl, { ...request, headers: { ...headers, 'Content-Type': 'application/json', ...request.headers } });
+  });
+  after(() => stack.stop());
+
+  it('refuses bodies past MAX_BODY_BYTES_IN_FLIGHT with 503 and Retry-After, unread, keeps serving, and gives every byte back', async () => {
+    // 3 MiB reserved by its Content-Length while the body is still arriving.
+    const held = heldBody(stack.baseUrl, headers, `${V1}/upload`, JSON.stringify({ image: { data: `!${'A'.repeat(3 * MiB)}` } }));
+    await eventually(async () => inFlight(), (bytes) => bytes > 3 * MiB);
+
+    const declared = await send({ method: 'POST', path: `${V1}/generate/card`, body: JSON.stringify({ padding: 'x'.repeat(2 * MiB) }) });
+    assert.deepEqual([declared.status, declared.headers['retry-after']], [503, '5']);
+    assert.deepEqual(declared.json, { detail: {
+      error: 'generation_unavailable', message: 'The server is receiving as many large request bodies as it can hold at once; try again shortly',
+    } });
+    // Chunked, without a Content-Length: refused once it outgrows the room left, the rest dropped unread.
+    const megabyte = Buffer.alloc(MiB, 'A');
+    const endless = Readable.from((function* () {
+      yield Buffer.from('{"image": {"data": "');
+      for (;;) yield megabyte;
+    })());
+    const streamed = await send({ method: 'POST', path: `${V1}/upload`, body: endless });
+    assert.deepEqual([streamed.status, streamed.json.detail.error], [503, 'generation_unavailable']);
+    // Small bodies still fit, and requests without one never wait.
+    assert.equal((await send({ method: 'POST', path: `${V1}/projects`, body: JSON.stringify({ name: 'small' }) })).status, 201);
+    assert.equal((await send({ method: 'GET', path: `${V1}/balance` })).status, 200);
+
+    held.finish();
+    const failed = await held.answered;
+    assert.deepEqual([failed.status, failed.json.detail.error], [400, 'invalid_request']);
+    assert.equal(inFlight(), 0, 'released before the answer was sent');
+
+    // A client that goes away mid-body releases its bytes too.
+    const abandoned = heldBody(stack.baseUrl, headers, `${V1}/upload`, JSON.stringify({ image: { data: 'A'.repeat(2 * MiB) } }));
+    abandoned.answered.catch(() => undefined);
+    await eventually(async () => inFlight(), (bytes) => bytes > 2 * MiB);
+    abandoned.abort();
+    await eventually(async () => inFlight(), (bytes) => bytes === 0);
+  });
+
+  it('serves a legal body larger than the whole limit when it is alone', async () => {
+    const image = await noiseImage('png', 1600, 1200);
+    assert.ok(image.length > 4 * MiB);
+    const res = await send({ method: 'POST', path: `${V1}/upload`, body: JSON.stringify({ image: { data: image.toString('base64') } }) });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(inFlight(), 0);
   });
 });

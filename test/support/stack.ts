@@ -11,6 +11,7 @@ import type { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../api/app';
+import { BodyBytesInFlight } from '../../api/middleware/body-bytes-in-flight';
 import type { ApiServices } from '../../api/services';
 import { openDatabase } from '../../src/db/data-source';
 import { loadConfig } from '../../src/config';
@@ -55,6 +56,8 @@ export interface StackOptions {
   jobRetryBackoffMs?: number;
   /** A different outbound policy for the worker than for the API (to test the send-time address check). */
   workerOutboundAllowCidrs?: string[];
+  /** The API's cap on request-body bytes in flight (400 MiB, the default of MAX_BODY_BYTES_IN_FLIGHT). */
+  maxBodyBytesInFlight?: number;
 }
 
 export const TEST_SECRETS = new SecretBox('test-secrets-key');
@@ -91,6 +94,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
+    bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? loadConfig().maxBodyBytesInFlight),
   };
   server.on('request', createApp(services).callback());
 
