@@ -12,12 +12,17 @@ import { AppError, generationUnavailable } from './errors';
 /** Refusals that are a step out of order (409); anything else the workflow refused is a failure of the step (500). */
 const OUT_OF_ORDER = new Set<string>([FUNNEL_REFUSALS.expired, FUNNEL_REFUSALS.generated, FUNNEL_REFUSALS.ideaLimit]);
 
+/** How long a request waits for its step (an idea may take the provider's retries); past it 503, the step may still land. */
+export const FUNNEL_STEP_DEADLINE_MS = 120_000;
+
 export async function askFunnel<Ret, Args extends unknown[]>(
   temporal: Client, funnelId: number, update: UpdateDefinition<Ret, Args>, args: Args,
 ): Promise<Ret> {
   try {
     const handle = temporal.workflow.getHandle(funnelWorkflowId(funnelId));
-    return await (handle.executeUpdate as (def: UpdateDefinition<Ret, Args>, options: { args: Args }) => Promise<Ret>)(update, { args });
+    const execute = handle.executeUpdate as (def: UpdateDefinition<Ret, Args>, options: { args: Args }) => Promise<Ret>;
+    // Without a live worker an update waits to be accepted: bounded, so the request ends (503).
+    return await temporal.withDeadline(Date.now() + FUNNEL_STEP_DEADLINE_MS, () => execute.call(handle, update, { args }));
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
       const type = err.cause.type ?? '';
