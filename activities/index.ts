@@ -3,6 +3,7 @@ import type { ActivityDeps } from './deps';
 import { createGenerateAssetActivities } from './generate-asset';
 import { createWebhookDeliveryActivities } from './webhook-delivery';
 import { createJobLifecycleActivities } from './job-lifecycle';
+import { createFunnelActivities } from './funnel';
 
 export type { ActivityDeps } from './deps';
 
@@ -13,6 +14,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createGenerateAssetActivities(deps),
     ...createWebhookDeliveryActivities(deps),
     ...createJobLifecycleActivities(deps),
+    ...createFunnelActivities(deps),
   };
 }
 

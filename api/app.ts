@@ -20,6 +20,7 @@ import { editRoutes } from './routes/edit';
 import { generateRoutes } from './routes/generate';
 import { healthRoutes } from './routes/health';
 import { helperRoutes } from './routes/helpers';
+import { funnelRoutes } from './routes/funnels';
 import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';
 import { statusRoutes } from './routes/status';
@@ -39,6 +40,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       routes: [
         ...projectRoutes(services), ...uploadRoutes(services), ...analyzeRoutes(services), ...generateRoutes(services), ...editRoutes(services),
         ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services), ...helperRoutes(services),
+        ...funnelRoutes(services),
       ],
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: jobRoutes(services) },

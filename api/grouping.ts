@@ -33,7 +33,8 @@ export async function resolveProject(
   return insertProject(m, caller, hints, 'api');
 }
 
-async function insertProject(m: EntityManager, caller: Caller, hints: ProjectHints, source: 'api' | 'api_v2'): Promise<number> {
+/** A new project of the caller, named by the hints (also the own project of a funnel session). */
+export async function insertProject(m: EntityManager, caller: Caller, hints: ProjectHints, source: 'api' | 'api_v2'): Promise<number> {
   const project = await sqlRow(m,
     `INSERT INTO projects (account_id, name, product_name, category_id, concept_id, source)
      VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,

@@ -11,7 +11,9 @@ import type { BodyBytesInFlight } from './middleware/body-bytes-in-flight';
 
 /** Everything the API's handlers use, built once at start. */
 export interface ApiServices {
-  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>;
+  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>
+    /** `FUNNEL_IDLE_TIMEOUT_SECONDS` (a day when left out, as in `loadConfig`). */
+    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds'>>;
   db: DataSource;
   temporal: Client;
   store: AssetStore;

@@ -7,6 +7,7 @@ import { StartStates1732300000005 } from './1732300000005-StartStates';
 import { ActionParamsIndex1732300000006 } from './1732300000006-ActionParamsIndex';
 import { ProviderRouting1732300000007 } from './1732300000007-ProviderRouting';
 import { HelperUsage1732300000009 } from './1732300000009-HelperUsage';
+import { Funnels1732300000010 } from './1732300000010-Funnels';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   ActionParamsIndex1732300000006,
   ProviderRouting1732300000007,
   HelperUsage1732300000009,
+  Funnels1732300000010,
 ];

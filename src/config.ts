@@ -40,6 +40,8 @@ export interface Config {
   ffmpegPath: string | undefined;
   /** How old an open action must be before the reconciler fails it for a closed or missing workflow. */
   reconcileGraceSeconds: number;
+  /** Seconds a funnel session waits for its next step before it ends by itself. */
+  funnelIdleTimeoutSeconds: number;
   /** Which provider serves each capability (`local` keeps everything in-process). */
   imageProvider: 'local' | 'gemini';
   textProvider: 'local' | 'gemini';
@@ -126,6 +128,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),
     reconcileGraceSeconds: int('RECONCILE_GRACE_SECONDS', 120),
+    funnelIdleTimeoutSeconds: Math.max(1, int('FUNNEL_IDLE_TIMEOUT_SECONDS', 86_400)),
     imageProvider: oneOf('IMAGE_PROVIDER', ['local', 'gemini'] as const),
     textProvider: oneOf('TEXT_PROVIDER', ['local', 'gemini'] as const),
     videoProvider: oneOf('VIDEO_PROVIDER', ['local', 'runway'] as const),

@@ -3,3 +3,4 @@ export { actionWorkflow } from './action';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { jobWorkflow } from './job';
 export { announcementWorkflow } from './announcement';
+export { funnelWorkflow } from './funnel';

@@ -47,6 +47,11 @@ export interface NewAction<R> {
   status?: number;
   /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
   respond(placed: PlacedAction): R;
+  /**
+   * Runs in the transaction that holds the price, after the hold: a write that must happen exactly when the action
+   * is accepted (a funnel's conditional claim of its card). Throwing rolls everything back, hold included.
+   */
+  alsoRecord?(m: EntityManager, placed: PlacedAction): Promise<void>;
 }
 
 export interface PlacedAction { actionId: number; projectId: number; cardId: number }
@@ -92,6 +97,7 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
         [spec.job.id, spec.caller.accountId, action!.id, spec.job.type, provider.name]);
     }
     const placed: PlacedAction = { actionId: action!.id, projectId: where.projectId, cardId: where.cardId };
+    if (spec.alsoRecord) await spec.alsoRecord(m, placed);
     const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
     if (spec.idempotency) await recordResponse(m, spec.idempotency, response, placed.actionId);
     return { placed, response };

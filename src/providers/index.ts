@@ -47,6 +47,8 @@ export class UnconfiguredProvider implements ImageProvider, TextProvider, VideoP
   analyze = async () => this.refuse();
   suggestWishes = async () => this.refuse();
   suggestScenario = async () => this.refuse();
+  surveyQuestions = async () => this.refuse();
+  suggestIdea = async () => this.refuse();
   startVideo = async () => this.refuse();
   checkVideo = async () => this.refuse();
   cancelVideo = async () => this.refuse();

@@ -82,6 +82,36 @@ export interface ScenarioJob {
   locale: Locale;
 }
 
+/** What a funnel session knows of its product when it asks for questions or an idea. */
+export interface FunnelProductJob {
+  images: Buffer[];
+  productName: string;
+  categoryId: string;
+  qualities: string[];
+  locale: Locale;
+}
+
+/** One survey question of a funnel: `single` and `multiple` come with choices, `text` is answered freely. */
+export interface SurveyQuestion {
+  id: string;
+  text: string;
+  kind: 'single' | 'multiple' | 'text';
+  choices?: string[];
+}
+
+/** An idea for the card; `concept_id` is a concept of the product's category (or `infographic`). */
+export interface CardIdea {
+  title: string;
+  description: string;
+  concept_id: string;
+  style: CardStyle;
+}
+
+/** One more idea for a funnel, different from the ideas already in its pool (given by title). */
+export interface IdeaJob extends FunnelProductJob {
+  existingTitles: string[];
+}
+
 export type ImageKind = 'photo' | 'card' | 'edit';
 
 /** Photos, cards and edits (`IMAGE_PROVIDER`). */
@@ -100,6 +130,10 @@ export interface TextProvider {
   analyze(images: Buffer[], locale: Locale, signal?: AbortSignal): Promise<ProductAnalysis>;
   suggestWishes(job: WishesJob, signal?: AbortSignal): Promise<string>;
   suggestScenario(job: ScenarioJob, signal?: AbortSignal): Promise<string>;
+  /** 3-5 questions that help choose the card (funnel step 1). */
+  surveyQuestions(job: FunnelProductJob, signal?: AbortSignal): Promise<SurveyQuestion[]>;
+  /** One idea for the card that is not among `existingTitles` (funnel step 2). */
+  suggestIdea(job: IdeaJob, signal?: AbortSignal): Promise<CardIdea>;
 }
 
 /**

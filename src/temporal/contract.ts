@@ -3,6 +3,8 @@
  * Pure constants only: workflows import this module too.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineUpdate } from '@temporalio/workflow';
+import type { FunnelIdea, FunnelSetup } from '../domain/funnels';
 
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('AccountId', SearchAttributeType.INT),
@@ -13,6 +15,7 @@ export const SEARCH_ATTRIBUTES = {
   jobStatus: defineSearchAttributeKey('JobStatus', SearchAttributeType.KEYWORD),
   jobPhase: defineSearchAttributeKey('JobPhase', SearchAttributeType.KEYWORD),
   webhookEvent: defineSearchAttributeKey('WebhookEvent', SearchAttributeType.KEYWORD),
+  funnelId: defineSearchAttributeKey('FunnelId', SearchAttributeType.INT),
 } as const;
 
 /** The `--search-attribute` registrations the dev server needs (Temporal's own type names). */
@@ -22,6 +25,21 @@ export const SEARCH_ATTRIBUTE_REGISTRATIONS: Record<string, 'Int' | 'Keyword'> =
 
 export const actionWorkflowId = (actionId: number): string => `action-${actionId}`;
 export const jobWorkflowId = (jobId: string): string => `job-${jobId}`;
+export const funnelWorkflowId = (funnelId: number): string => `funnel-${funnelId}`;
+
+/**
+ * The steps of a funnel session after its start, each a Temporal update of `funnel-<id>` (named for the Web UI).
+ * Their validators refuse a step out of order before it enters history (ApplicationFailure types are the API's
+ * `error` codes, `FUNNEL_REFUSALS`).
+ */
+export const FUNNEL_UPDATES = {
+  /** Step 2: one more idea into the pool; answers the idea. */
+  addIdea: defineUpdate<FunnelIdea, []>('addIdea'),
+  /** Step 3: the setup (references already stored); answers nothing. */
+  applySetup: defineUpdate<void, [FunnelSetup]>('applySetup'),
+  /** Step 4: the card's action was placed and held by the API; the session closes its ideas and setup. */
+  recordCard: defineUpdate<void, [{ actionId: number }]>('recordCard'),
+};
 /** A delivery's workflow id is its UUID, the `X-Service-Job-Id` receivers see. */
 export const deliveryWorkflowId = (deliveryId: string): string => `delivery-${deliveryId}`;
 /** The announcement of an outcome decided outside the action's workflow (by the reconciler). */

@@ -51,6 +51,7 @@ describe('request limits', function () {
         [`post ${V1}/edit/{action_id}`]: plain, [`post ${V1}/webhooks`]: plain,
         [`post ${V1}/analyze`]: images(1), [`post ${V1}/wishes/suggest`]: images(5), [`post ${V1}/video/suggest-scenario`]: images(1),
         [`post ${V2}/jobs/generate`]: images(5), [`post ${V2}/jobs/edit`]: plain,
+        [`post ${V1}/funnels`]: images(5), [`post ${V1}/funnels/{funnel_id}/setup`]: images(3), [`post ${V1}/funnels/{funnel_id}/generate`]: plain,
       });
     });
 
@@ -171,7 +172,8 @@ describe('request limits', function () {
         .filter(({ schema }) => (schema.type === 'array' ? schema.maxItems === undefined : schema.maxLength === undefined && !schema.enum))
         .map(({ where }) => where));
       assert.deepEqual([...new Set(unbounded.map((w) => w.replace(/^\w+:/, '')))].sort(), [
-        'body.design_reference_image.data', 'body.final_frame.data', 'body.image.data', 'body.images[].data',
+        'body.design_reference_image.data', 'body.environment_reference_image.data', 'body.final_frame.data', 'body.image.data',
+        'body.images[].data', 'body.model_reference_image.data',
       ]);
     });
   });

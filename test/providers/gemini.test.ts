@@ -294,6 +294,35 @@ describe('Gemini adapter on the wire', function () {
       assert.equal((await refusal(gemini.suggestScenario({ image: photo.images[0], locale: 'en' }))).code, 'bad_answer');
     });
 
+    it('funnel questions and ideas: product and locale sent; kinds, choices, concepts and repeats checked', async () => {
+      const job = { images: [photo.images[0]], productName: 'Lamp', categoryId: 'home', qualities: ['Warm light'], locale: 'en' as const };
+      server.script(jsonAnswer({ questions: [
+        { id: 'Who buys', text: 'Who buys it?', kind: 'single', choices: ['Me', 'A friend'] },
+        { id: 'must', text: 'What must it say?', kind: 'text', choices: ['ignored'] },
+        { id: 'must', text: 'What to show?', kind: 'multiple', choices: ['Light', 'Shape'] },
+      ] }));
+      assert.deepEqual(await gemini.surveyQuestions(job), [
+        { id: 'who_buys', text: 'Who buys it?', kind: 'single', choices: ['Me', 'A friend'] },
+        { id: 'must', text: 'What must it say?', kind: 'text' },
+        { id: 'must_3', text: 'What to show?', kind: 'multiple', choices: ['Light', 'Shape'] },
+      ]);
+      assert.match(sent(server.requests[0]).prompt, /"Lamp"/);
+      server.script(jsonAnswer({ questions: [{ id: 'a', text: 'A?', kind: 'single', choices: ['x'] }] }), jsonAnswer({ questions: [] }));
+      assert.equal((await refusal(gemini.surveyQuestions(job))).code, 'bad_answer');
+
+      server.script(jsonAnswer({ title: 'Evening glow', description: 'The lamp at dusk.', concept_id: 'HOME_INTERIOR', style: 'cinematic' }));
+      assert.deepEqual(await gemini.suggestIdea({ ...job, existingTitles: ['Morning'] }),
+        { title: 'Evening glow', description: 'The lamp at dusk.', concept_id: 'home_interior', style: 'cinematic' });
+      const { prompt, config } = sent(server.requests.at(-1)!);
+      assert.match(prompt, /"Morning"/);
+      assert.deepEqual(config.responseJsonSchema.properties.concept_id.enum.slice(0, 1), ['infographic']);
+      server.script(
+        jsonAnswer({ title: 'morning', description: 'Again.', concept_id: 'infographic', style: 'infographic' }),
+        jsonAnswer({ title: 'New', description: 'x', concept_id: 'apparel_on_model', style: 'infographic' }),
+      );
+      assert.equal((await refusal(gemini.suggestIdea({ ...job, existingTitles: ['Morning'] }))).code, 'bad_answer');
+    });
+
     it('a blocked text request fails at once', async () => {
       server.script(blocked('SAFETY'));
       const err = await refusal(gemini.suggestScenario({ image: photo.images[0], locale: 'en' }));

@@ -1,6 +1,6 @@
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import {
-  CardJob, EditJob, ImageProvider, PhotoJob, ProviderError, ScenarioJob, TextProvider, VideoJob, VideoProvider, WishesJob,
+  CardJob, EditJob, FunnelProductJob, IdeaJob, ImageProvider, PhotoJob, ProviderError, ScenarioJob, TextProvider, VideoJob, VideoProvider, WishesJob,
 } from '../../src/providers/provider';
 
 /**
@@ -57,6 +57,14 @@ export class ScriptedProvider implements ImageProvider, TextProvider, VideoProvi
 
   suggestScenario(job: ScenarioJob) {
     return this.inner.suggestScenario(job);
+  }
+
+  surveyQuestions(job: FunnelProductJob) {
+    return this.inner.surveyQuestions(job);
+  }
+
+  suggestIdea(job: IdeaJob) {
+    return this.inner.suggestIdea(job);
   }
 
   async renderEdit(job: EditJob) {

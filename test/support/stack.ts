@@ -54,6 +54,8 @@ export interface StackOptions {
   webhookRetryInitialMs?: number;
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
+  /** How long a funnel session waits for its next step (a day by default, seconds in the expiry test). */
+  funnelIdleTimeoutSeconds?: number;
   /** A different outbound policy for the worker than for the API (to test the send-time address check). */
   workerOutboundAllowCidrs?: string[];
   /** The API's cap on request-body bytes in flight (400 MiB, the default of MAX_BODY_BYTES_IN_FLIGHT). */
@@ -92,6 +94,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const services: ApiServices = {
     config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs,
       jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
+      funnelIdleTimeoutSeconds: options.funnelIdleTimeoutSeconds ?? 86_400,
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? loadConfig().maxBodyBytesInFlight),
@@ -104,7 +107,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (worker) {
-        for (const w of [worker, ...providerWorkers]) w.shutdown();
+        for (const w of [worker, ...providerWorkers]) if (w.getState() === 'RUNNING') w.shutdown(); // a test may have stopped one
         await running;
         await connection?.close();
       }

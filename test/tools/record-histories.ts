@@ -11,12 +11,12 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
-import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId, providerTaskQueue } from '../../src/temporal/contract';
+import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, providerTaskQueue } from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import { randomUUID } from 'node:crypto';
 import { setUpEnvironment, tearDownEnvironment } from '../support/environment';
-import { eventually, jpegBase64, newAccount, placeAction } from '../support/fixtures';
+import { apiClient, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
 import { Stack, startStack } from '../support/stack';
 
@@ -84,17 +84,39 @@ async function recordRouted(stack: Stack, input: string): Promise<void> {
   await save(handle, 'job-workflow.succeeded');
 }
 
+/**
+ * A funnel session (v3) over the API: start, two ideas, a setup, generate (the card's action is a workflow of its
+ * own), then the session ends idle (a 2 s idle timeout, its own stack).
+ */
+async function recordFunnel(): Promise<void> {
+  const stack = await startStack({ funnelIdleTimeoutSeconds: 2 });
+  const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 20)).apiKey);
+  const { body: funnel } = await call('POST', `${V1}/funnels`, { images: [{ data: await jpegBase64() }], locale: 'en' });
+  const path = `${V1}/funnels/${funnel.funnel_id}`;
+  await call('POST', `${path}/idea`);
+  await call('POST', `${path}/idea`);
+  await call('POST', `${path}/setup`, { aspect_ratio: '1:1', style: 'infographic' });
+  const { body: card } = await call('POST', `${path}/generate`, { idea_id: 'idea_1' });
+  await stack.temporal.workflow.getHandle(actionWorkflowId(card.action_id)).result();
+  const handle = stack.temporal.workflow.getHandle(funnelWorkflowId(funnel.funnel_id));
+  await handle.result();
+  await save(handle, 'funnel-workflow.generated-then-expired');
+  await stack.stop();
+}
+
 async function main(): Promise<void> {
   setLogLevel('error');
   await setUpEnvironment();
   try {
     const stack = await startStack();
-    // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues).
+    // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues),
+    // `funnel` (v3: funnel sessions).
     if (process.env.HISTORY_ONLY) {
       const input = `inputs/record-${Date.now()}.jpg`;
       await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
       if (process.env.HISTORY_ONLY === 'announcement') await recordAnnouncement(stack);
       if (process.env.HISTORY_ONLY === 'routing') await recordRouted(stack, input);
+      if (process.env.HISTORY_ONLY === 'funnel') await recordFunnel();
       await stack.stop();
       return;
     }
@@ -105,6 +127,7 @@ async function main(): Promise<void> {
     const photo = { inputs: [input], resolution: '1K' };
     await recordAnnouncement(stack);
     await recordRouted(stack, input);
+    await recordFunnel();
 
     const photoId = await record(stack, 'photo-completed', 'photo', photo);
     await record(stack, 'photo-refused', 'photo', { inputs: [garbage] });

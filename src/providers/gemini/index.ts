@@ -6,13 +6,14 @@
  */
 import { GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse, type Part } from '@google/genai';
 import type {
-  CardJob, EditJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, RenderedAsset, ScenarioJob, TextProvider, WishesJob,
+  CardIdea, CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, RenderedAsset,
+  ScenarioJob, SurveyQuestion, TextProvider, WishesJob,
 } from '../provider';
 import { ProviderError } from '../provider';
 import { ASKED_TWICE, badAnswer, contentRefusal, wireFailure } from './failures';
 import { editFrame, inlineImage, pictureOf } from './images';
-import { analysisPrompt, cardPrompt, editPrompt, photoPrompt, scenarioPrompt, wishesPrompt } from './prompts';
-import { ANALYSIS, SCENARIO, TextAnswer, WISHES } from './text-answers';
+import { analysisPrompt, cardPrompt, editPrompt, ideaConcepts, ideaPrompt, photoPrompt, scenarioPrompt, surveyPrompt, wishesPrompt } from './prompts';
+import { ANALYSIS, ideaAnswer, QUESTIONS, SCENARIO, TextAnswer, WISHES } from './text-answers';
 
 export interface GeminiOptions {
   apiKey: string;
@@ -111,5 +112,23 @@ export class GeminiProvider implements ImageProvider, TextProvider {
 
   suggestScenario(job: ScenarioJob, signal?: AbortSignal): Promise<string> {
     return this.text([job.image], scenarioPrompt(job), SCENARIO, signal);
+  }
+
+  surveyQuestions(job: FunnelProductJob, signal?: AbortSignal): Promise<SurveyQuestion[]> {
+    return this.text(job.images, surveyPrompt(job), QUESTIONS, signal);
+  }
+
+  /** An idea whose title repeats one in the pool is an unusable answer (asked once more, then a failure). */
+  suggestIdea(job: IdeaJob, signal?: AbortSignal): Promise<CardIdea> {
+    const read = ideaAnswer(ideaConcepts(job.categoryId));
+    const taken = new Set(job.existingTitles.map((t) => t.trim().toLowerCase()));
+    return this.text(job.images, ideaPrompt(job), {
+      schema: read.schema,
+      read(answer) {
+        const idea = read.read(answer);
+        if (taken.has(idea.title.toLowerCase())) throw badAnswer(`Gemini repeated an idea already in the pool: ${JSON.stringify(idea.title)}`);
+        return idea;
+      },
+    }, signal);
   }
 }

@@ -3,7 +3,8 @@
  * what to make of them. Written in English, with the language of any visible or returned text named explicitly.
  */
 import { CATEGORY_IDS } from '../../domain/catalogue';
-import type { CardJob, EditJob, Locale, PhotoJob, ScenarioJob, WishesJob } from '../provider';
+import { findCategory } from '../../domain/catalogue';
+import type { CardJob, EditJob, FunnelProductJob, IdeaJob, Locale, PhotoJob, ScenarioJob, WishesJob } from '../provider';
 
 export const LANGUAGE: Record<Locale, string> = { ru: 'Russian', en: 'English', es: 'Spanish' };
 
@@ -93,5 +94,34 @@ export function scenarioPrompt(job: ScenarioJob): string {
     job.categoryId && `Category: ${words(job.categoryId)}.`,
     'Describe in 1 to 3 sentences the camera movement, the light and what happens, keeping the product as it is in the photo.',
     `Write in ${LANGUAGE[job.locale]}, at most 600 characters.`,
+  );
+}
+
+const productLines = (job: FunnelProductJob) => [
+  `The product: "${job.productName}", category ${words(job.categoryId)}.`,
+  job.qualities.length > 0 && `Its qualities: ${job.qualities.join('; ')}.`,
+];
+
+export function surveyPrompt(job: FunnelProductJob): string {
+  return lines(
+    'A seller is about to order a marketing card for the product in the attached photos.',
+    ...productLines(job),
+    'Ask 3 to 5 short questions whose answers would most change the card (audience, mood, what to show, what it must say).',
+    'Give each a short snake_case id, its text, and its kind: "single" or "multiple" with 2 to 6 short choices, or "text" without choices.',
+    `Write the questions and the choices in ${LANGUAGE[job.locale]}.`,
+  );
+}
+
+/** The concepts an idea may suggest: the category's own, or the generic `infographic`. */
+export const ideaConcepts = (categoryId: string): string[] => ['infographic', ...(findCategory(categoryId)?.concepts.map((c) => c.id) ?? [])];
+
+export function ideaPrompt(job: IdeaJob): string {
+  return lines(
+    'Propose one idea for a marketing card of the product in the attached photos.',
+    ...productLines(job),
+    job.existingTitles.length > 0 && `It must differ from these ideas already proposed: ${job.existingTitles.map((t) => `"${t}"`).join(', ')}.`,
+    'Give a short title (at most 8 words), a one-sentence description of what the card shows,',
+    `a concept (one of: ${ideaConcepts(job.categoryId).join(', ')}) and a style: "infographic" (text, icons, panels) or "cinematic" (a clean frame without text).`,
+    `Write the title and the description in ${LANGUAGE[job.locale]}.`,
   );
 }

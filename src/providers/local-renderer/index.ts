@@ -3,10 +3,11 @@
  * the inputs, and analyses photos from their pixels, so the whole pipeline runs without an external AI.
  */
 import {
-  CardJob, EditJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, ProviderError, RenderedAsset, ScenarioJob, TextProvider,
+  CardIdea, CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, ProviderError, RenderedAsset, ScenarioJob, SurveyQuestion, TextProvider,
   VideoJob, VideoProgress, VideoProvider, WishesJob,
 } from '../provider';
 import { localScenario, localWishes } from './texts';
+import { localIdea, localSurveyQuestions } from './funnel-texts';
 import { renderCard } from './card';
 import { meanColour, pause } from './compose';
 import { renderEdit } from './edit';
@@ -100,6 +101,14 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
 
   async suggestScenario(job: ScenarioJob): Promise<string> {
     return localScenario(job, await this.analyze([job.image], job.locale));
+  }
+
+  async surveyQuestions(job: FunnelProductJob): Promise<SurveyQuestion[]> {
+    return localSurveyQuestions(job);
+  }
+
+  async suggestIdea(job: IdeaJob): Promise<CardIdea> {
+    return localIdea(job);
   }
 
   async renderEdit(job: EditJob, signal?: AbortSignal): Promise<RenderedAsset> {

@@ -1,0 +1,113 @@
+/**
+ * One funnel session: a conversation from photos to a card over minutes or days. The API starts it once the
+ * product is recognised; each later step is an update (`addIdea`, `applySetup`, `recordCard`) whose validator
+ * refuses it when out of order, before it enters history. Each step resets the idle timer; a session left alone
+ * for `idleTimeoutSeconds` ends (`expireFunnel`). Updates run one at a time, so ideas take their places in order.
+ * After `STEPS_PER_RUN` steps the session continues as new, carrying its state, so history stays bounded.
+ */
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { FUNNEL_REFUSALS, FunnelSetup, MAX_FUNNEL_IDEAS } from '../src/domain/funnels';
+import { FUNNEL_UPDATES, TIMEOUTS } from '../src/temporal/contract';
+
+const bookkeeping = proxyActivities<Activities>({
+  ...TIMEOUTS.bookkeeping,
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/** The text provider answers a person who waits: a couple of quick retries of a passing failure, no more. */
+const writer = proxyActivities<Activities>({
+  startToCloseTimeout: '90 seconds',
+  retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['ProviderRefused', 'InvalidInput'] },
+});
+
+export const STEPS_PER_RUN = 50;
+
+export interface FunnelState {
+  ideas: number;
+  generated: boolean;
+}
+
+export interface FunnelWorkflowInput {
+  funnelId: number;
+  idleTimeoutSeconds: number;
+  /** Carried over continue-as-new. */
+  state?: FunnelState;
+}
+
+export type FunnelOutcome = { status: 'expired'; ideas: number; generated: boolean };
+
+const refuse = (message: string, type: string) => ApplicationFailure.create({ message, type, nonRetryable: true });
+
+export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carried }: FunnelWorkflowInput): Promise<FunnelOutcome> {
+  const state: FunnelState = carried ?? { ideas: 0, generated: false };
+  let steps = 0;
+  let ended = false;
+  let busy = false;
+  let ideasQueued = 0;
+
+  /** One step at a time, in arrival order. */
+  async function exclusive<T>(step: () => Promise<T>): Promise<T> {
+    await condition(() => !busy);
+    busy = true;
+    try {
+      return await step();
+    } finally {
+      busy = false;
+    }
+  }
+
+  const stillOpen = (): void => {
+    if (ended) throw refuse('The session has ended', FUNNEL_REFUSALS.expired);
+  };
+  const beforeCard = (): void => {
+    stillOpen();
+    if (state.generated) throw refuse('The card of this session has already been started', FUNNEL_REFUSALS.generated);
+  };
+
+  setHandler(FUNNEL_UPDATES.addIdea, async () => {
+    steps++;
+    ideasQueued++;
+    try {
+      return await exclusive(async () => {
+        const idea = await writer.suggestFunnelIdea(funnelId, state.ideas + 1);
+        state.ideas++;
+        return idea;
+      });
+    } catch (err) {
+      const cause = err instanceof ActivityFailure ? err.cause : err;
+      throw refuse(`The text provider could not suggest an idea: ${(cause as Error)?.message ?? 'no answer'}`, FUNNEL_REFUSALS.ideaFailed);
+    } finally {
+      ideasQueued--;
+    }
+  }, {
+    validator: () => {
+      beforeCard();
+      if (state.ideas + ideasQueued >= MAX_FUNNEL_IDEAS) throw refuse(`The idea pool is full (${MAX_FUNNEL_IDEAS} ideas)`, FUNNEL_REFUSALS.ideaLimit);
+    },
+  });
+
+  setHandler(FUNNEL_UPDATES.applySetup, async (setup: FunnelSetup): Promise<void> => {
+    steps++;
+    await exclusive(() => bookkeeping.recordFunnelSetup(funnelId, setup));
+  }, { validator: (_setup: FunnelSetup) => beforeCard() });
+
+  setHandler(FUNNEL_UPDATES.recordCard, async (_card: { actionId: number }): Promise<void> => {
+    steps++;
+    state.generated = true;
+  }, { validator: (_card: { actionId: number }) => stillOpen() });
+
+  for (;;) {
+    const seen = steps;
+    const stepped = await condition(() => steps !== seen, `${idleTimeoutSeconds} seconds`);
+    if (!stepped) break;
+    if (steps >= STEPS_PER_RUN) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof funnelWorkflow>({ funnelId, idleTimeoutSeconds, state });
+    }
+  }
+  ended = true; // validators refuse from here on
+  await condition(allHandlersFinished);
+  await bookkeeping.expireFunnel(funnelId);
+  return { status: 'expired', ...state };
+}
