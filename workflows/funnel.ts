@@ -8,7 +8,7 @@
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FUNNEL_REFUSALS, FunnelSetup, MAX_FUNNEL_IDEAS } from '../src/domain/funnels';
-import { FUNNEL_UPDATES, TIMEOUTS } from '../src/temporal/contract';
+import { FUNNEL_UPDATES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 
 const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
@@ -33,13 +33,15 @@ export interface FunnelWorkflowInput {
   idleTimeoutSeconds: number;
   /** Carried over continue-as-new. */
   state?: FunnelState;
+  /** Steps before continuing as new (STEPS_PER_RUN unless set: tests use a small number). */
+  stepsPerRun?: number;
 }
 
 export type FunnelOutcome = { status: 'expired'; ideas: number; generated: boolean };
 
 const refuse = (message: string, type: string) => ApplicationFailure.create({ message, type, nonRetryable: true });
 
-export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carried }: FunnelWorkflowInput): Promise<FunnelOutcome> {
+export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carried, stepsPerRun = STEPS_PER_RUN }: FunnelWorkflowInput): Promise<FunnelOutcome> {
   const state: FunnelState = carried ?? { ideas: 0, generated: false };
   let steps = 0;
   let ended = false;
@@ -76,7 +78,9 @@ export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carr
       });
     } catch (err) {
       const cause = err instanceof ActivityFailure ? err.cause : err;
-      throw refuse(`The text provider could not suggest an idea: ${(cause as Error)?.message ?? 'no answer'}`, FUNNEL_REFUSALS.ideaFailed);
+      // The provider's own words only; anything else (storage, database) may name internal paths.
+      const said = cause instanceof ApplicationFailure && SHOWN_FAILURE_TYPES.includes(cause.type ?? '') ? `: ${cause.message}` : '';
+      throw refuse(`The text provider could not suggest an idea${said}`, FUNNEL_REFUSALS.ideaFailed);
     } finally {
       ideasQueued--;
     }
@@ -101,9 +105,9 @@ export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carr
     const seen = steps;
     const stepped = await condition(() => steps !== seen, `${idleTimeoutSeconds} seconds`);
     if (!stepped) break;
-    if (steps >= STEPS_PER_RUN) {
+    if (steps >= stepsPerRun) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof funnelWorkflow>({ funnelId, idleTimeoutSeconds, state });
+      await continueAsNew<typeof funnelWorkflow>({ funnelId, idleTimeoutSeconds, state, stepsPerRun });
     }
   }
   ended = true; // validators refuse from here on

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { createWorker } from '../../src/temporal/worker';
 import { actionWorkflowId, funnelWorkflowId } from '../../src/temporal/contract';
 import { MAX_FUNNEL_IDEAS } from '../../src/domain/funnels';
@@ -141,6 +142,28 @@ describe('funnel sessions over HTTP', function () {
       const unknown = await other(method, `${V1}/funnels/999999${step}`, method === 'POST' ? {} : undefined);
       assert.deepEqual([unknown.status, unknown.body.detail.error], [404, 'not_found'], step);
     }
+  });
+
+  it('continues as new after its steps per run, carrying its state', async () => {
+    const { call, funnel } = await newFunnel();
+    const path = `${V1}/funnels/${funnel.funnel_id}`;
+    const workflowId = funnelWorkflowId(funnel.funnel_id);
+    // The same session under a workflow that continues as new every 2 steps (the default is STEPS_PER_RUN).
+    await stack.temporal.workflow.getHandle(workflowId).terminate('restarted with a small run size');
+    const handle = await stack.temporal.workflow.start('funnelWorkflow', {
+      taskQueue: stack.taskQueue, workflowId, workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      args: [{ funnelId: funnel.funnel_id, idleTimeoutSeconds: 3600, stepsPerRun: 2 }],
+    });
+    for (const expected of ['idea_1', 'idea_2', 'idea_3']) {
+      const idea = await call('POST', `${path}/idea`);
+      assert.deepEqual([idea.status, idea.body.idea?.id], [200, expected], JSON.stringify(idea.body));
+    }
+    assert.equal((await call('POST', `${path}/setup`, { aspect_ratio: '1:1', style: 'cinematic' })).status, 200);
+    assert.notEqual((await stack.temporal.workflow.getHandle(workflowId).describe()).runId, handle.firstExecutionRunId, 'a new run');
+    const idea = await call('POST', `${path}/idea`);
+    assert.deepEqual([idea.status, idea.body.idea?.id, idea.body.ideas_count], [200, 'idea_4', 4], 'the count was carried over');
+    const session = (await call('GET', path)).body;
+    assert.deepEqual([session.status, session.ideas.length, session.setup?.style], ['open', 4, 'cinematic']);
   });
 
   it('loses nothing when the worker is replaced mid-session', async () => {
