@@ -16,17 +16,18 @@ const OUT_OF_ORDER = new Set<string>([FUNNEL_REFUSALS.expired, FUNNEL_REFUSALS.g
 export const FUNNEL_STEP_DEADLINE_MS = 120_000;
 
 export async function askFunnel<Ret, Args extends unknown[]>(
-  temporal: Client, funnelId: number, update: UpdateDefinition<Ret, Args>, args: Args,
+  temporal: Client, funnelId: number, update: UpdateDefinition<Ret, Args>, args: Args, deadlineMs = FUNNEL_STEP_DEADLINE_MS,
 ): Promise<Ret> {
   try {
     const handle = temporal.workflow.getHandle(funnelWorkflowId(funnelId));
     const execute = handle.executeUpdate as (def: UpdateDefinition<Ret, Args>, options: { args: Args }) => Promise<Ret>;
     // Without a live worker an update waits to be accepted: bounded, so the request ends (503).
-    return await temporal.withDeadline(Date.now() + FUNNEL_STEP_DEADLINE_MS, () => execute.call(handle, update, { args }));
+    return await temporal.withDeadline(Date.now() + deadlineMs, () => execute.call(handle, update, { args }));
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
       const type = err.cause.type ?? '';
       if (OUT_OF_ORDER.has(type)) throw new AppError(409, type, err.cause.message);
+      if (type === FUNNEL_REFUSALS.busy) throw generationUnavailable(err.cause.message);
       throw new AppError(500, type === FUNNEL_REFUSALS.ideaFailed ? type : 'funnel_step_failed', err.cause.message);
     }
     // The session's workflow has closed (it ended idle a moment ago).

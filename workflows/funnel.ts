@@ -47,6 +47,8 @@ export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carr
   let ended = false;
   let busy = false;
   let ideasQueued = 0;
+  /** Set once the run has taken its steps: new ideas and setups wait for the next run (refused, retried by clients). */
+  let draining = false;
 
   /** One step at a time, in arrival order. */
   async function exclusive<T>(step: () => Promise<T>): Promise<T> {
@@ -64,6 +66,7 @@ export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carr
   };
   const beforeCard = (): void => {
     stillOpen();
+    if (draining) throw refuse('The session is being compacted; try again in a moment', FUNNEL_REFUSALS.busy);
     if (state.generated) throw refuse('The card of this session has already been started', FUNNEL_REFUSALS.generated);
   };
 
@@ -93,7 +96,13 @@ export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carr
 
   setHandler(FUNNEL_UPDATES.applySetup, async (setup: FunnelSetup): Promise<void> => {
     steps++;
-    await exclusive(() => bookkeeping.recordFunnelSetup(funnelId, setup));
+    try {
+      await exclusive(() => bookkeeping.recordFunnelSetup(funnelId, setup));
+    } catch (err) {
+      // A refusal of the activity (a generate claimed the card meanwhile) is the step's own refusal.
+      const cause = err instanceof ActivityFailure ? err.cause : err;
+      throw cause instanceof ApplicationFailure ? refuse(cause.message, cause.type ?? FUNNEL_REFUSALS.generated) : err;
+    }
   }, { validator: (_setup: FunnelSetup) => beforeCard() });
 
   setHandler(FUNNEL_UPDATES.recordCard, async (_card: { actionId: number }): Promise<void> => {
@@ -106,6 +115,7 @@ export async function funnelWorkflow({ funnelId, idleTimeoutSeconds, state: carr
     const stepped = await condition(() => steps !== seen, `${idleTimeoutSeconds} seconds`);
     if (!stepped) break;
     if (steps >= stepsPerRun) {
+      draining = true; // no new ideas or setups can keep the run from ending
       await condition(allHandlersFinished);
       await continueAsNew<typeof funnelWorkflow>({ funnelId, idleTimeoutSeconds, state, stepsPerRun });
     }

@@ -33,6 +33,9 @@ import { ref } from '../schemas/shared';
 import type { ApiServices, Caller } from '../services';
 import { ERRORS as GENERATION_ERRORS, generationKit } from './generate';
 
+/** How long a generate's answer waits for the session workflow to note its card (the card is committed already). */
+const RECORD_CARD_DEADLINE_MS = 5_000;
+
 const TAG = 'Funnels';
 
 const OWN: Record<number, RouteResponse> = {
@@ -308,8 +311,9 @@ export function funnelRoutes(services: ApiServices): Route[] {
           respond: (placed) => ({ ...generationResponse(placed, null), funnel_id: funnel.id, style }),
         });
         const actionId = (response.body as { action_id: number }).action_id;
-        // The read model already holds the card; the workflow learns it to close ideas and setup and reset its timer.
-        await askFunnel(temporal, funnel.id, FUNNEL_UPDATES.recordCard, [{ actionId }])
+        // The read model already holds the card (and the money is settled): the workflow learns it to close ideas
+        // and setup and reset its timer, but the answer does not wait long for it (no worker: the read model rules).
+        await askFunnel(temporal, funnel.id, FUNNEL_UPDATES.recordCard, [{ actionId }], RECORD_CARD_DEADLINE_MS)
           .catch((err) => log.warn('the funnel workflow could not record its card', { funnelId: funnel.id, actionId, error: String(err) }));
         send(ctx, response, response.replayed);
       },

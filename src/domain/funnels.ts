@@ -47,6 +47,8 @@ export const FUNNEL_REFUSALS = {
   generated: 'funnel_generated',
   ideaLimit: 'idea_limit_reached',
   ideaFailed: 'idea_failed',
+  /** The session is continuing as new: the step is refused for a moment (503, try again). */
+  busy: 'funnel_busy',
 } as const;
 
 export const ideaId = (position: number): string => `idea_${position}`;
