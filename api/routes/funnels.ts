@@ -306,7 +306,11 @@ export function funnelRoutes(services: ApiServices): Route[] {
                       updated_at = now()
                 WHERE id = $1 AND cards_started = $5 AND status <> 'expired'`,
               [funnel.id, placed.actionId, answers, idea?.id ?? null, funnel.cards_started]);
-            if (claimed === 0) throw refused('card_in_progress', 'Another generate of this session came first', {});
+            if (claimed === 0) {
+              const [now] = await m.query('SELECT status FROM funnels WHERE id = $1', [funnel.id]);
+              if (now?.status === 'expired') throw refused('funnel_expired', 'The session has ended; it only answers GET');
+              throw refused('card_in_progress', 'Another generate of this session came first', {});
+            }
           },
           respond: (placed) => ({ ...generationResponse(placed, null), funnel_id: funnel.id, style }),
         });

@@ -307,6 +307,10 @@ describe('Gemini adapter on the wire', function () {
         { id: 'must_3', text: 'What to show?', kind: 'multiple', choices: ['Light', 'Shape'] },
       ]);
       assert.match(sent(server.requests[0]).prompt, /"Lamp"/);
+      const long = 'q'.repeat(45);
+      server.script(jsonAnswer({ questions: [1, 2, 3].map((n) => ({ id: long, text: `Q${n}?`, kind: 'text' })) }));
+      const ids = (await gemini.surveyQuestions(job)).map((q) => q.id);
+      assert.deepEqual(ids, ['q'.repeat(40), `${'q'.repeat(37)}_2`, `${'q'.repeat(37)}_3`], 'repeated long ids stay answerable (40 characters)');
       server.script(jsonAnswer({ questions: [{ id: 'a', text: 'A?', kind: 'single', choices: ['x'] }] }), jsonAnswer({ questions: [] }));
       assert.equal((await refusal(gemini.surveyQuestions(job))).code, 'bad_answer');
 

@@ -97,7 +97,7 @@ export const QUESTIONS: TextAnswer<SurveyQuestion[]> = {
       const kind = QUESTION_KINDS.find((k) => k === q.kind);
       if (!kind) throw badAnswer(`Gemini answered a question kind outside ${QUESTION_KINDS.join(', ')}: ${JSON.stringify(q.kind)}`);
       let id = (typeof q.id === 'string' ? q.id : '').toLowerCase().replace(/[^a-z0-9_]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 40) || `q${index + 1}`;
-      if (seen.has(id)) id = `${id}_${index + 1}`;
+      if (seen.has(id)) id = `${id.slice(0, 37)}_${index + 1}`; // still within the 40 characters an answer may name
       seen.add(id);
       const text = boundedText(q.text, 'question text', LIMITS.questionText);
       if (kind === 'text') return { id, text, kind };
