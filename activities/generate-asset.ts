@@ -83,8 +83,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      */
     async advanceVideoRender(actionId: number): Promise<VideoStep> {
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
-      const [row] = await db.query('SELECT provider_task_id FROM actions WHERE id = $1', [actionId]);
-      const taskId: string | null = row.provider_task_id;
+      const taskId = action.providerTaskId;
       const signal = Context.current().cancellationSignal;
       try {
         // Heartbeats cover the whole step: a check may take a provider request, a download and a store.

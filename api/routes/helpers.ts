@@ -11,13 +11,13 @@ import {
 import { log } from '../../src/log';
 import { askTextProvider } from '../ask-text-provider';
 import { AppError, badRequest, generationUnavailable } from '../errors';
-import { CheckedImage, imageReader } from '../images';
 import { resolveLocale } from '../locale';
 import type { Route, RouteResponse } from '../route';
 import {
   helperUsageSchema, ScenarioRequest, scenarioRequestSchema, WishesRequest, wishesRequestSchema,
 } from '../schemas/helpers';
 import type { ApiServices, Caller } from '../services';
+import { generationKit } from './generate';
 
 /** The longest answers, so that they fit where they are meant to go (a card's user_text, a video's scenario). */
 export const MAX_WISHES_CHARS = 5000;
@@ -44,7 +44,7 @@ function clipped(text: string, max: number): string {
 
 export function helperRoutes(services: ApiServices): Route[] {
   const { db, providers } = services;
-  const readImage = imageReader(services);
+  const { readImage, readImages } = generationKit(services);
 
   function requireTextProvider(): void {
     const reason = providers.unavailable.text;
@@ -72,11 +72,6 @@ export function helperRoutes(services: ApiServices): Route[] {
     return answer;
   }
 
-  async function readImages(inputs: { data: string; media_type: string }[], field: string, caller: Caller): Promise<CheckedImage[]> {
-    const images: CheckedImage[] = [];
-    for (const [index, input] of inputs.entries()) images.push(await readImage(input, `${field}[${index}]`, caller.accountId));
-    return images;
-  }
 
   return [
     {

@@ -51,6 +51,14 @@ export async function releaseAndClose(
   job?: { errorCode: string; retryable: boolean },
 ): Promise<boolean> {
   await lockForSettlement(m, actionId);
+  return releaseAndCloseLocked(m, actionId, outcome, errorMessage, job);
+}
+
+/** releaseAndClose for a caller that already holds the settlement locks. */
+async function releaseAndCloseLocked(
+  m: EntityManager, actionId: number, outcome: 'failed' | 'cancelled', errorMessage: string | null,
+  job?: { errorCode: string; retryable: boolean },
+): Promise<boolean> {
   await settleHold(m, actionId, 'released');
   const closed = await closeAction(m, actionId, outcome, errorMessage);
   await m.query(
@@ -71,7 +79,7 @@ export async function abandonStart(m: EntityManager, actionId: number): Promise<
   await lockForSettlement(m, actionId);
   const moved = await sqlRow(m, `UPDATE actions SET start_state = 'abandoned' WHERE id = $1 AND start_state = 'starting' RETURNING id`, [actionId]);
   if (!moved) return false;
-  await releaseAndClose(m, actionId, 'failed', START_FAILED_MESSAGE, { errorCode: 'generation_unavailable', retryable: true });
+  await releaseAndCloseLocked(m, actionId, 'failed', START_FAILED_MESSAGE, { errorCode: 'generation_unavailable', retryable: true });
   await m.query('DELETE FROM idempotency_keys WHERE action_id = $1', [actionId]);
   return true;
 }

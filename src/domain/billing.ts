@@ -68,19 +68,24 @@ interface HeldSparks { account_id: number; amount: number }
  * never books twice and a late release cannot undo a charge.
  */
 export async function settleHold(manager: EntityManager, actionId: number, outcome: Settlement): Promise<Settlement> {
+  if (await settleOpenHold(manager, 'action_id', actionId, outcome, `charge:action:${actionId}`, actionId)) return outcome;
+  const existing = await sqlRow(manager, 'SELECT status FROM spark_holds WHERE action_id = $1', [actionId]);
+  if (!existing) throw new Error(`action ${actionId} has no spark hold`);
+  return existing.status as Settlement;
+}
+
+/** Moves the open hold found by `column` out of `held` once, booking it; false when no such hold is open. */
+async function settleOpenHold(
+  manager: EntityManager, column: 'action_id' | 'reference', key: number | string, outcome: Settlement, ledgerReference: string, actionId: number | null,
+): Promise<boolean> {
   const hold = await sqlRow<HeldSparks>(manager,
     `UPDATE spark_holds SET status = $2, settled_at = now()
-      WHERE action_id = $1 AND status = 'held'
+      WHERE ${column} = $1 AND status = 'held'
       RETURNING account_id, amount`,
-    [actionId, outcome],
+    [key, outcome],
   );
-  if (!hold) {
-    const existing = await sqlRow(manager, 'SELECT status FROM spark_holds WHERE action_id = $1', [actionId]);
-    if (!existing) throw new Error(`action ${actionId} has no spark hold`);
-    return existing.status as Settlement;
-  }
-  await book(manager, hold, outcome, `charge:action:${actionId}`, actionId);
-  return outcome;
+  if (hold) await book(manager, hold, outcome, ledgerReference, actionId);
+  return Boolean(hold);
 }
 
 /** The money move of a settled hold: a charge writes its ledger row and lowers the balance; both lower `held`. */
@@ -104,15 +109,7 @@ async function book(manager: EntityManager, hold: HeldSparks, outcome: Settlemen
  * Answers false, moving nothing, when no hold under that reference is open.
  */
 export async function settleHoldUnder(manager: EntityManager, reference: string, outcome: Settlement): Promise<boolean> {
-  const hold = await sqlRow<HeldSparks>(manager,
-    `UPDATE spark_holds SET status = $2, settled_at = now()
-      WHERE reference = $1 AND status = 'held'
-      RETURNING account_id, amount`,
-    [reference, outcome],
-  );
-  if (!hold) return false;
-  await book(manager, hold, outcome, `charge:${reference}`, null);
-  return true;
+  return settleOpenHold(manager, 'reference', reference, outcome, `charge:${reference}`, null);
 }
 
 /** Adds sparks to an account. `reference` makes the grant idempotent: the same reference books once. */

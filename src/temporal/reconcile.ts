@@ -10,12 +10,13 @@
  *   or is gone, past the grace period: the hold is released and the action (and job) failed in one transaction,
  *   the failure event is sent, and it is logged.
  */
-import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from '../domain/action-states';
 import { sqlRows } from '../db/sql';
 import { log } from '../log';
 import { actionWorkflowId, announcementWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from './contract';
+import { startOnce } from './start-action';
 import { lostWorkflowMessage, workflowState } from './workflow-state';
 
 export interface ReconcileConfig {
@@ -108,19 +109,13 @@ async function finishJobAsItsAction(db: DataSource, jobId: string): Promise<bool
 }
 
 async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {
-  try {
-    await client.workflow.start('announcementWorkflow', {
-      taskQueue,
-      workflowId: announcementWorkflowId(actionId, 'failed'),
-      args: [{ actionId, outcome: 'failed' }],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      staticSummary: `failure event of action ${actionId} (closed by the reconciler)`,
-      typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.actionId, value: actionId }],
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
-    log.error('could not start the failure announcement', { actionId, error: String(err) });
-  }
+  await startOnce(client, 'announcementWorkflow', {
+    taskQueue,
+    workflowId: announcementWorkflowId(actionId, 'failed'),
+    args: [{ actionId, outcome: 'failed' }],
+    staticSummary: `failure event of action ${actionId} (closed by the reconciler)`,
+    typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.actionId, value: actionId }],
+  }).catch((err) => log.error('could not start the failure announcement', { actionId, error: String(err) }));
 }
 
 /** One pass of both; logs instead of throwing, so the timer keeps going. */

@@ -56,6 +56,10 @@ export class Action extends BaseRecord {
   @Column({ name: 'webhook_url', type: 'text', nullable: true })
   webhookUrl: string | null;
 
+  /** The provider's task of a video being rendered remotely (ProviderRouting migration); null once it ended. */
+  @Column({ name: 'provider_task_id', type: 'text', nullable: true })
+  providerTaskId: string | null;
+
   @Column({ name: 'started_at', type: 'timestamptz', nullable: true })
   startedAt: Date | null;
 

@@ -5,8 +5,7 @@
  */
 import { findCategory } from '../../domain/catalogue';
 import type { CardIdea, CardStyle, FunnelProductJob, IdeaJob, Locale, SurveyQuestion } from '../provider';
-
-type Phrase = Record<Locale, string>;
+import type { Phrase } from './texts';
 
 const AUDIENCE: Phrase = { ru: 'Кто чаще всего покупает этот товар?', en: 'Who buys this product most often?', es: '¿Quién compra este producto con más frecuencia?' };
 const AUDIENCE_CHOICES: Record<Locale, string[]> = {

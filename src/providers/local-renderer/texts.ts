@@ -6,7 +6,8 @@
  */
 import type { Locale, ProductAnalysis, ScenarioJob, WishesJob } from '../provider';
 
-type Phrase = Record<Locale, string>;
+/** One text in each locale. */
+export type Phrase = Record<Locale, string>;
 
 /** What a concept's scene shows, by the concept's last words (`apparel_on_model` → `on_model`). */
 const SCENES: Record<string, Phrase> = {
