@@ -2,26 +2,17 @@
  * The Temporal CLI dev server: found or built, started with file persistence, the Web UI and our search
  * attributes, and stopped with the process that started it.
  */
-import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { accessSync, constants, mkdirSync, openSync } from 'node:fs';
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, openSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { log } from '../log';
+import { ensureGoTools, isExecutable, toolPath } from '../tools/go-tools';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from './contract';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 const TEMPORAL_CLI_MODULE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Lookup order: TEMPORAL_CLI_PATH, a `temporal` on PATH, the tools folder. */
 export function findTemporalCli(options: { cliPath?: string; toolsDir: string }): string | undefined {
@@ -33,7 +24,7 @@ export function findTemporalCli(options: { cliPath?: string; toolsDir: string })
     const candidate = path.join(dir, 'temporal');
     if (isExecutable(candidate)) return candidate;
   }
-  const tool = path.join(options.toolsDir, 'bin', 'temporal');
+  const tool = toolPath(options.toolsDir, 'temporal');
   return isExecutable(tool) ? tool : undefined;
 }
 
@@ -41,21 +32,14 @@ export function findTemporalCli(options: { cliPath?: string; toolsDir: string })
 export async function ensureTemporalCli(options: { cliPath?: string; toolsDir: string }): Promise<string> {
   const found = findTemporalCli(options);
   if (found) return found;
-  const bin = path.join(options.toolsDir, 'bin');
-  mkdirSync(bin, { recursive: true });
-  log.info('temporal CLI not found; building it (a few minutes, once)', { module: TEMPORAL_CLI_MODULE, into: bin });
   try {
-    await promisify(execFile)('go', ['install', TEMPORAL_CLI_MODULE], {
-      env: { ...process.env, GOBIN: bin },
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    return (await ensureGoTools(options.toolsDir, { packages: [TEMPORAL_CLI_MODULE], binaries: { temporal: 'temporal' } })).temporal;
   } catch (err) {
     throw new Error(
-      `could not build the temporal CLI with "go install ${TEMPORAL_CLI_MODULE}" (${(err as Error).message.trim()}). ` +
-      'Install it (e.g. "brew install temporal"), set TEMPORAL_CLI_PATH, or point TEMPORAL_ADDRESS at a running server.',
+      `${(err as Error).message}. Install the temporal CLI (e.g. "brew install temporal"), set TEMPORAL_CLI_PATH, ` +
+      'or point TEMPORAL_ADDRESS at a running server.',
     );
   }
-  return path.join(bin, 'temporal');
 }
 
 export async function freePort(): Promise<number> {
