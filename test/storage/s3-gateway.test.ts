@@ -14,7 +14,10 @@ import { freePort } from '../../src/temporal/dev-server';
 
 describe('startS3Gateway', function () {
   this.timeout(60_000);
-  const root = mkdtempSync(path.join(os.tmpdir(), 'imagery-gateway-test-'));
+  let root: string;
+  before(() => {
+    root = mkdtempSync(path.join(os.tmpdir(), 'imagery-gateway-test-'));
+  });
   after(() => rmSync(root, { recursive: true, force: true }));
 
   it('creates folder and bucket, keeps objects across a restart, and stops', async () => {
