@@ -12,8 +12,11 @@ import type { BodyBytesInFlight } from './middleware/body-bytes-in-flight';
 /** Everything the API's handlers use, built once at start. */
 export interface ApiServices {
   config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>
-    /** `FUNNEL_IDLE_TIMEOUT_SECONDS` (a day when left out, as in `loadConfig`). */
-    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds'>>;
+    /**
+     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY` and `S3_PRESIGN_SECONDS` (left out: a day, `redirect` and
+     * 300, as in `loadConfig`).
+     */
+    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds'>>;
   db: DataSource;
   temporal: Client;
   store: AssetStore;

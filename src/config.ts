@@ -66,6 +66,23 @@ export interface Config {
   geminiTimeoutMs: number;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
+  /** Where assets are stored: the `assetsDir` folder, or an S3-compatible bucket (the `s3*` settings). */
+  assetStore: 'file' | 's3';
+  /** Required when `assetStore` is `s3`. */
+  s3Bucket: string | undefined;
+  /** The S3-compatible service's URL (R2, GCS, MinIO); unset means AWS S3 in `s3Region`. */
+  s3Endpoint: string | undefined;
+  s3Region: string;
+  s3ForcePathStyle: boolean;
+  /** Both or neither; neither means the SDK's default credential chain. */
+  s3AccessKeyId: string | undefined;
+  s3SecretAccessKey: string | undefined;
+  /** Keys are stored under this prefix of the bucket ('' or ending in `/`). */
+  s3Prefix: string;
+  /** How `/assets/<key>` answers with an S3 store: a redirect to a presigned URL, or the bytes through the API. */
+  assetDelivery: 'redirect' | 'stream';
+  /** Lifetime of the presigned URLs of redirects (1 s to 7 days). */
+  s3PresignSeconds: number;
 }
 
 /** A non-negative number, fractions allowed (intervals in seconds). */
@@ -97,6 +114,42 @@ function str(name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+/** `true`/`1` or `false`/`0`; anything else stops the process. */
+function bool(name: string, fallback: boolean): boolean {
+  const raw = str(name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
+}
+
+/** The S3 settings, checked together: a bucket for `ASSET_STORE=s3`, both keys or neither, a sane prefix and lifetime. */
+function s3Settings(assetStore: Config['assetStore']) {
+  const bucket = str('S3_BUCKET');
+  if (assetStore === 's3' && !bucket) throw new Error('ASSET_STORE=s3 needs S3_BUCKET');
+  const endpoint = str('S3_ENDPOINT')?.replace(/\/+$/, '');
+  if (endpoint !== undefined && !/^https?:\/\/[^/?#]+(\/[^?#]*)?$/.test(endpoint)) throw new Error(`S3_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
+  const accessKeyId = str('S3_ACCESS_KEY_ID');
+  const secretAccessKey = str('S3_SECRET_ACCESS_KEY');
+  if (!accessKeyId !== !secretAccessKey) throw new Error('set both S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY, or neither (the default credential chain)');
+  const prefix = (str('S3_PREFIX') ?? '').replace(/^\/+|\/+$/g, '');
+  if (prefix && (!/^[A-Za-z0-9!_.*'()\/-]+$/.test(prefix) || prefix.split('/').some((part) => part === '' || part === '.' || part === '..'))) {
+    throw new Error(`S3_PREFIX must be path segments of letters, digits and !_.*'()-, got "${prefix}"`);
+  }
+  const presignSeconds = int('S3_PRESIGN_SECONDS', 300);
+  if (presignSeconds < 1 || presignSeconds > 604_800) throw new Error(`S3_PRESIGN_SECONDS must be 1 to 604800 (7 days, what S3 allows), got ${presignSeconds}`);
+  return {
+    s3Bucket: bucket,
+    s3Endpoint: endpoint,
+    s3Region: str('S3_REGION') ?? 'us-east-1',
+    s3ForcePathStyle: bool('S3_FORCE_PATH_STYLE', endpoint !== undefined),
+    s3AccessKeyId: accessKeyId,
+    s3SecretAccessKey: secretAccessKey,
+    s3Prefix: prefix ? `${prefix}/` : '',
+    s3PresignSeconds: presignSeconds,
+  };
+}
+
 /** A secret variable: unset stays unset (a random one is kept in DATA_DIR); a short or placeholder value stops the process. */
 function secret(name: string): string | undefined {
   return configuredSecret(name, str(name));
@@ -105,6 +158,7 @@ function secret(name: string): string | undefined {
 export function loadConfig(overrides: Partial<Config> = {}): Config {
   const port = int('PORT', 3000);
   const dataDir = path.resolve(str('DATA_DIR') ?? '.data');
+  const assetStore = oneOf('ASSET_STORE', ['file', 's3'] as const);
   const config: Config = {
     port,
     publicBaseUrl: (str('PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
@@ -147,6 +201,9 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     geminiTextModel: str('GEMINI_TEXT_MODEL') ?? 'gemini-3.5-flash',
     geminiTimeoutMs: int('GEMINI_TIMEOUT_MS', 120_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
+    assetStore,
+    ...s3Settings(assetStore),
+    assetDelivery: oneOf('ASSET_DELIVERY', ['redirect', 'stream'] as const),
   };
   return { ...config, ...overrides };
 }

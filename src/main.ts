@@ -13,7 +13,7 @@ import { openDatabase } from './db/data-source';
 import { log } from './log';
 import { createProviders } from './providers';
 import { OutboundPolicy } from './net/outbound';
-import { FileAssetStore } from './storage/asset-store';
+import { createAssetStore } from './storage/create-asset-store';
 import { purgeUnreferencedInputs } from './storage/purge-inputs';
 import { expireHelperReservations, HELPER_RESERVATION_TTL_SECONDS } from './domain/helper-usage';
 import { UrlSigner } from './storage/signed-urls';
@@ -49,7 +49,7 @@ async function main(mode: Mode): Promise<void> {
   const { address, devServer } = await resolveTemporal(config, mode);
   const db = await openDatabase(config.databaseUrl, { migrate: true });
   const temporal = await connectClient(address, config.temporalNamespace);
-  const store = new FileAssetStore(config.assetsDir);
+  const store = createAssetStore(config);
   const providers = createProviders(config);
   const outbound = new OutboundPolicy(config.outboundAllowCidrs);
   const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));

@@ -8,16 +8,16 @@ const checkSchema = {
   required: ['status'],
   properties: {
     status: { type: 'string', enum: ['ok', 'ready', 'unavailable'] },
-    checks: { type: 'object', properties: { database: state, temporal: state } },
+    checks: { type: 'object', properties: { database: state, temporal: state, storage: state } },
   },
 };
 
 /**
- * Liveness (the process answers) and readiness (Postgres and Temporal answer). No authentication, so readiness
- * answers words only and probes at most once every couple of seconds (see readiness.ts).
+ * Liveness (the process answers) and readiness (Postgres, Temporal and the object store answer). No
+ * authentication, so readiness answers words only and probes at most once every couple of seconds (see readiness.ts).
  */
-export function healthRoutes({ db, temporal }: ApiServices): Route[] {
-  const readiness = readinessProbe({ db, temporal });
+export function healthRoutes({ db, temporal, store }: ApiServices): Route[] {
+  const readiness = readinessProbe({ db, temporal, store });
   return [
     {
       method: 'get', path: '/healthz', operationId: 'getHealth', tag: 'Operations', summary: 'Liveness: the process answers',
@@ -27,7 +27,7 @@ export function healthRoutes({ db, temporal }: ApiServices): Route[] {
       },
     },
     {
-      method: 'get', path: '/readyz', operationId: 'getReadiness', tag: 'Operations', summary: 'Readiness: database and Temporal reachable',
+      method: 'get', path: '/readyz', operationId: 'getReadiness', tag: 'Operations', summary: 'Readiness: database, Temporal and object store reachable',
       responses: { 200: { description: 'Ready', schema: checkSchema }, 503: { description: 'A dependency does not answer', schema: checkSchema } },
       async handle(ctx) {
         const { ready, checks } = await readiness();

@@ -1,41 +1,107 @@
 /**
- * Stored files (request inputs and rendered results) under one root folder, addressed by a relative key.
- * The interface is small on purpose so that an object-store adapter can stand beside it later.
+ * Stored files (request inputs and rendered results), addressed by a relative key. The port is small on purpose:
+ * `FileAssetStore` (below, one root folder) and `S3AssetStore` (s3-asset-store.ts) stand behind it, chosen by
+ * `createAssetStore` from the configuration.
  */
-import { createReadStream } from 'node:fs';
-import { mkdir, opendir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open as fsOpen, opendir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 
-export interface StoredAsset { stream: Readable; size: number; contentType: string }
+/**
+ * Bytes of one object, as an HTTP `Range` asks for them: `start` to `end` inclusive (`end` left out or past the
+ * last byte: to the last byte), or the `last` n bytes.
+ */
+export type ByteRange = { start: number; end?: number } | { last: number };
+
+export interface StoredAsset {
+  /** The whole object, or the bytes of `range` when one was asked for. */
+  stream: Readable;
+  /** The size of the whole object. */
+  size: number;
+  contentType: string;
+  /** The bytes `stream` carries (inclusive) when a range was asked for; a store may serve the whole object instead. */
+  range?: { start: number; end: number };
+}
 
 export interface StoredObject { key: string; lastModified: Date }
 
 export interface AssetStore {
   put(key: string, bytes: Buffer): Promise<void>;
+  /** The whole object; a key that is not there throws `AssetNotFound`. */
   read(key: string): Promise<Buffer>;
-  open(key: string): Promise<StoredAsset | undefined>;
+  /**
+   * A stream of the object (or of `range` of it), undefined when the key is not there. A range that starts past
+   * the last byte throws `RangeNotSatisfiable`. The caller must consume or destroy the stream.
+   */
+  open(key: string, range?: ByteRange): Promise<StoredAsset | undefined>;
   /** Every stored object whose key starts with `prefix`, in no particular order. */
   list(prefix: string): AsyncIterable<StoredObject>;
   /** Deletes one object; a key that is not there is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * A URL of the store itself that answers `method` for `key` for `ttlSeconds`, or undefined when the key is not
+   * there (stores that can hand out such URLs only: S3).
+   */
+  presign?(key: string, ttlSeconds: number, method?: 'GET' | 'HEAD'): Promise<string | undefined>;
+  /** Throws when the store cannot be used (readiness); stores with nothing to reach have none. */
+  check?(signal: AbortSignal): Promise<void>;
+}
+
+/** `read` of a key that is not stored. */
+export class AssetNotFound extends Error {
+  constructor(readonly key: string) {
+    super(`no asset is stored under ${JSON.stringify(key)}`);
+    this.name = 'AssetNotFound';
+  }
+}
+
+/** `open` with a range that starts past the last byte of an object of `size` bytes. */
+export class RangeNotSatisfiable extends Error {
+  constructor(readonly size: number) {
+    super(`the range starts past the end of the object (${size} bytes)`);
+    this.name = 'RangeNotSatisfiable';
+  }
+}
+
+/** The inclusive bytes of `range` within an object of `size` bytes; throws `RangeNotSatisfiable` when none are. */
+export function resolveRange(range: ByteRange, size: number): { start: number; end: number } {
+  if ('last' in range) {
+    if (range.last <= 0 || size === 0) throw new RangeNotSatisfiable(size);
+    return { start: Math.max(0, size - range.last), end: size - 1 };
+  }
+  if (range.start >= size) throw new RangeNotSatisfiable(size);
+  return { start: range.start, end: Math.min(range.end ?? size - 1, size - 1) };
 }
 
 const CONTENT_TYPES: Record<string, string> = {
   '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp', '.mp4': 'video/mp4',
 };
 
+/** The media type of a key, from its extension. */
+export function contentTypeOf(key: string): string {
+  return CONTENT_TYPES[path.extname(key)] ?? 'application/octet-stream';
+}
+
 /** Keys are relative paths of lowercase letters, digits, `-`, `_`, `.` and `/`; anything else is refused. */
 export function isValidAssetKey(key: string): boolean {
   return /^[a-z0-9_-]+(\/[a-z0-9_-][a-z0-9_.-]*)+$/.test(key) && !key.includes('..');
+}
+
+export function assertValidAssetKey(key: string): void {
+  if (!isValidAssetKey(key)) throw new Error(`invalid asset key ${JSON.stringify(key)}`);
+}
+
+/** A `list` prefix: the start of a key (it need not end at a `/`). */
+export function assertValidKeyPrefix(prefix: string): void {
+  if (!/^[a-z0-9_./-]*$/.test(prefix) || prefix.includes('..')) throw new Error(`invalid asset key prefix ${JSON.stringify(prefix)}`);
 }
 
 export class FileAssetStore implements AssetStore {
   constructor(private readonly root: string) {}
 
   private resolve(key: string): string {
-    if (!isValidAssetKey(key)) throw new Error(`invalid asset key ${JSON.stringify(key)}`);
+    assertValidAssetKey(key);
     return path.join(this.root, key);
   }
 
@@ -49,11 +115,17 @@ export class FileAssetStore implements AssetStore {
   }
 
   async read(key: string): Promise<Buffer> {
-    return readFile(this.resolve(key));
+    try {
+      return await readFile(this.resolve(key));
+    } catch (err) {
+      // A folder is not an object (as in a bucket, where `results/1` is only the start of keys).
+      if (['ENOENT', 'EISDIR'].includes((err as NodeJS.ErrnoException).code!)) throw new AssetNotFound(key);
+      throw err;
+    }
   }
 
   async *list(prefix: string): AsyncIterable<StoredObject> {
-    if (!/^[a-z0-9_./-]*$/.test(prefix) || prefix.includes('..')) throw new Error(`invalid asset key prefix ${JSON.stringify(prefix)}`);
+    assertValidKeyPrefix(prefix);
     yield* this.walk(prefix.slice(0, prefix.lastIndexOf('/') + 1), prefix);
   }
 
@@ -78,20 +150,35 @@ export class FileAssetStore implements AssetStore {
   }
 
   async delete(key: string): Promise<void> {
-    await rm(this.resolve(key), { force: true });
+    try {
+      await rm(this.resolve(key), { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ERR_FS_EISDIR') throw err; // a folder: no object of that key
+    }
   }
 
-  async open(key: string): Promise<StoredAsset | undefined> {
+  async open(key: string, range?: ByteRange): Promise<StoredAsset | undefined> {
     const file = this.resolve(key);
+    let handle;
     try {
-      const info = await stat(file);
-      return {
-        stream: createReadStream(file),
-        size: info.size,
-        contentType: CONTENT_TYPES[path.extname(file)] ?? 'application/octet-stream',
-      };
+      handle = await fsOpen(file, 'r');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    // The size and the stream come from one open file, so a concurrent put (a rename) cannot mix two versions.
+    try {
+      const info = await handle.stat();
+      if (!info.isFile()) {
+        await handle.close();
+        return undefined;
+      }
+      const { size } = info;
+      const bytes = range ? resolveRange(range, size) : undefined;
+      const stream = handle.createReadStream(bytes ? { start: bytes.start, end: bytes.end } : {});
+      return { stream, size, contentType: contentTypeOf(key), ...(bytes ? { range: bytes } : {}) };
+    } catch (err) {
+      await handle.close();
       throw err;
     }
   }

@@ -170,7 +170,7 @@ describe('API frame over HTTP', () => {
       assert.deepEqual((await call('GET', '/healthz')).body, { status: 'ok' });
       const ready = await call('GET', '/readyz');
       assert.equal(ready.status, 200);
-      assert.deepEqual(ready.body, { status: 'ready', checks: { database: 'ok', temporal: 'ok' } });
+      assert.deepEqual(ready.body, { status: 'ready', checks: { database: 'ok', temporal: 'ok', storage: 'ok' } });
     });
   });
 });

@@ -10,20 +10,8 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { loadSecret } from '../../src/secrets';
 import { testEnvironment } from '../support/environment';
+import { withEnv } from '../support/fixtures';
 import { startServiceProcess } from '../support/service-process';
-
-function withEnv<T>(env: Record<string, string>, run: () => T): T {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    return run();
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
 
 describe('service secrets', () => {
   const strong = randomBytes(32).toString('hex');

@@ -1,8 +1,10 @@
 /**
  * The suite's shared real infrastructure, set up once by the mocha global fixture: a dedicated Postgres database
- * (recreated from the migrations on every run) and a Temporal dev server on free ports, plus one workflow bundle
- * that every test worker reuses.
+ * (recreated from the migrations on every run), a Temporal dev server and an S3 gateway (versitygw over a
+ * throwaway folder) on free ports, plus one workflow bundle that every test worker reuses.
  */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -10,6 +12,8 @@ import { Client } from 'pg';
 import { loadConfig } from '../../src/config';
 import { ensureDatabaseExists, openDatabase } from '../../src/db/data-source';
 import { DevServer, freePort, startDevServer } from '../../src/temporal/dev-server';
+import { S3AssetStore, type S3AssetStoreOptions } from '../../src/storage/s3-asset-store';
+import { type S3Gateway, startS3Gateway } from '../../src/storage/s3-gateway';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/imagery_test';
 
@@ -18,6 +22,8 @@ export interface TestEnvironment {
   temporalAddress: string;
   workflowBundle: WorkflowBundleWithSourceMap;
   devServer: DevServer;
+  /** The local S3 server: one bucket shared by the suite (tests keep to their own key prefix, see `testS3Store`). */
+  s3: S3Gateway & { bucket: string; accessKey: string; secretKey: string; dir: string };
 }
 
 let current: TestEnvironment | undefined;
@@ -41,9 +47,29 @@ async function resetDatabase(url: string): Promise<void> {
   await db.destroy();
 }
 
+async function startTestS3(toolsDir: string): Promise<TestEnvironment['s3']> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'imagery-test-s3-'));
+  const credentials = { accessKey: 'imagery-test', secretKey: randomBytes(20).toString('hex'), bucket: 'imagery-test' };
+  const gateway = await startS3Gateway({
+    toolsDir, dir, port: await freePort(), ...credentials, logFile: path.join(os.tmpdir(), `imagery-test-versitygw-${process.pid}.log`),
+  });
+  return { ...gateway, ...credentials, dir };
+}
+
+/** An S3 store on the suite's gateway, under a key prefix of its own (so tests never see each other's objects). */
+export function testS3Store(options: Partial<S3AssetStoreOptions> = {}): S3AssetStore {
+  const { s3 } = testEnvironment();
+  return new S3AssetStore({
+    bucket: s3.bucket, endpoint: s3.endpoint, region: s3.region, forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKey, secretAccessKey: s3.secretKey },
+    prefix: `test-${randomUUID()}/`,
+    ...options,
+  });
+}
+
 export async function setUpEnvironment(): Promise<void> {
   const config = loadConfig();
-  const [devServer, workflowBundle] = await Promise.all([
+  const [devServer, workflowBundle, , s3] = await Promise.all([
     startDevServer({
       cliPath: config.temporalCliPath,
       toolsDir: config.toolsDir,
@@ -52,12 +78,14 @@ export async function setUpEnvironment(): Promise<void> {
     }),
     bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: quietLogger }),
     resetDatabase(TEST_DATABASE_URL),
+    startTestS3(config.toolsDir),
   ]);
-  current = { databaseUrl: TEST_DATABASE_URL, temporalAddress: devServer.address, workflowBundle, devServer };
+  current = { databaseUrl: TEST_DATABASE_URL, temporalAddress: devServer.address, workflowBundle, devServer, s3 };
 }
 
 export async function tearDownEnvironment(): Promise<void> {
-  await current?.devServer.stop();
+  await Promise.all([current?.devServer.stop(), current?.s3.stop()]);
+  if (current) rmSync(current.s3.dir, { recursive: true, force: true });
   current = undefined;
 }
 

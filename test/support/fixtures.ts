@@ -76,6 +76,20 @@ export async function assertMoneyConsistent(db: DataSource, accountId: number): 
   return { balance: row.balance, held: row.held };
 }
 
+/** Runs `run` with `env` set in the process environment (an empty value reads as unset), then puts it back. */
+export function withEnv<T>(env: Record<string, string>, run: () => T): T {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    return run();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
 /** Waits for a condition by re-checking it (no fixed sleeps); fails with the last value seen. */
 export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

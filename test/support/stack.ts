@@ -18,7 +18,7 @@ import { loadConfig } from '../../src/config';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { allFrom, Providers } from '../../src/providers';
 import type { ImageProvider, TextProvider, VideoProvider } from '../../src/providers/provider';
-import { FileAssetStore } from '../../src/storage/asset-store';
+import { type AssetStore, FileAssetStore } from '../../src/storage/asset-store';
 import { UrlSigner } from '../../src/storage/signed-urls';
 import { OutboundPolicy } from '../../src/net/outbound';
 import { SecretBox } from '../../src/secrets';
@@ -32,7 +32,7 @@ export interface Stack {
   taskQueue: string;
   db: DataSource;
   temporal: Client;
-  store: FileAssetStore;
+  store: AssetStore;
   signer: UrlSigner;
   worker?: Worker;
   /** What the stack's worker activities are built from (for extra workers in a test). */
@@ -60,6 +60,11 @@ export interface StackOptions {
   workerOutboundAllowCidrs?: string[];
   /** The API's cap on request-body bytes in flight (400 MiB, the default of MAX_BODY_BYTES_IN_FLIGHT). */
   maxBodyBytesInFlight?: number;
+  /** The asset store of the API and the worker (a folder under the system's temp folder by default). */
+  store?: AssetStore;
+  /** `ASSET_DELIVERY` and `S3_PRESIGN_SECONDS` of the API (as `loadConfig` defaults them when left out). */
+  assetDelivery?: 'redirect' | 'stream';
+  s3PresignSeconds?: number;
 }
 
 export const TEST_SECRETS = new SecretBox('test-secrets-key');
@@ -69,7 +74,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
   const db = await openDatabase(env.databaseUrl, { migrate: false, poolSize: 10 });
   const temporal = await connectClient(env.temporalAddress, 'default');
-  const store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
+  const store = options.store ?? new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
   const provider = options.provider ?? new LocalRenderer();
   const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs);
   const workerOutbound = options.workerOutboundAllowCidrs ? new OutboundPolicy(options.workerOutboundAllowCidrs) : outbound;
@@ -95,6 +100,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs,
       jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
       funnelIdleTimeoutSeconds: options.funnelIdleTimeoutSeconds ?? 86_400,
+      assetDelivery: options.assetDelivery, s3PresignSeconds: options.s3PresignSeconds,
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? loadConfig().maxBodyBytesInFlight),
