@@ -66,6 +66,8 @@ export interface Config {
   geminiTimeoutMs: number;
   /** CIDR ranges outbound fetches may reach although they are private or local (empty: none). */
   outboundAllowCidrs: string[];
+  /** What a worker process serves: `main` (workflows, bookkeeping) and provider names; undefined: all of them. */
+  workerQueues: string[] | undefined;
 }
 
 /** A non-negative number, fractions allowed (intervals in seconds). */
@@ -147,6 +149,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     geminiTextModel: str('GEMINI_TEXT_MODEL') ?? 'gemini-3.5-flash',
     geminiTimeoutMs: int('GEMINI_TIMEOUT_MS', 120_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
+    workerQueues: str('WORKER_QUEUES')?.split(',').map((q) => q.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };
 }

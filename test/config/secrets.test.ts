@@ -10,7 +10,7 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { loadSecret } from '../../src/secrets';
 import { testEnvironment } from '../support/environment';
-import { startServiceProcess } from '../support/service-process';
+import { startServiceProcess } from '../../src/cluster/service-process';
 
 function withEnv<T>(env: Record<string, string>, run: () => T): T {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
