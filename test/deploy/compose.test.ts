@@ -18,14 +18,15 @@ const COMPOSE_GO = { module: 'github.com/compose-spec/compose-go/v2', version: '
 
 describe('docker-compose.yml', function () {
   this.timeout(120_000); // the schema's module may be downloaded first
-  const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'));
+  // `merge`: the `<<: *service` keys, resolved as Compose resolves them.
+  const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true });
 
   it('is valid against the Compose Specification schema', async () => {
     const dir = await goModuleDir(COMPOSE_GO.module, COMPOSE_GO.version);
     const schema = JSON.parse(readFileSync(path.join(dir, 'schema', 'compose-spec.json'), 'utf8'));
     const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
     assert.ok(validate(compose), JSON.stringify(validate.errors, null, 2));
-    const broken = structuredClone(compose);
+    const broken = structuredClone(compose) as { services: { api: { ports: unknown } } };
     broken.services.api.ports = 'not a list';
     assert.equal(validate(broken), false, 'the schema does reject a broken file');
   });
