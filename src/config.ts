@@ -83,6 +83,8 @@ export interface Config {
   assetDelivery: 'redirect' | 'stream';
   /** Lifetime of the presigned URLs of redirects (1 s to 7 days). */
   s3PresignSeconds: number;
+  /** What a worker process serves: `main` (workflows, bookkeeping) and provider names; undefined: all of them. */
+  workerQueues: string[] | undefined;
 }
 
 /** A non-negative number, fractions allowed (intervals in seconds). */
@@ -204,6 +206,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     assetStore,
     ...s3Settings(assetStore),
     assetDelivery: oneOf('ASSET_DELIVERY', ['redirect', 'stream'] as const),
+    workerQueues: str('WORKER_QUEUES')?.split(',').map((q) => q.trim()).filter(Boolean),
   };
   return { ...config, ...overrides };
 }

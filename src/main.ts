@@ -21,7 +21,7 @@ import { loadSecret, SecretBox } from './secrets';
 import { connectClient } from './temporal/client';
 import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
 import { reconcile } from './temporal/reconcile';
-import { createProviderWorkers, createWorker } from './temporal/worker';
+import { connectWorker, createProviderWorkers, createWorker, workerQueues } from './temporal/worker';
 
 type Mode = 'all' | 'api' | 'worker';
 const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
@@ -58,16 +58,20 @@ async function main(mode: Mode): Promise<void> {
   let workerRun: Promise<unknown> | undefined;
   if (mode !== 'api') {
     const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
-    const created = await createWorker(setup);
-    workers.push(created.worker, ...(await createProviderWorkers(setup, created.connection, [providers.image.name, providers.video.name], config.providerLimits)));
+    const { main: servesMain, providers: providerNames } = workerQueues(config.workerQueues, [providers.image.name, providers.video.name]);
+    const connection = await connectWorker(address);
+    if (servesMain) workers.push((await createWorker({ ...setup, connection })).worker);
+    workers.push(...(await createProviderWorkers(setup, connection, providerNames, config.providerLimits)));
     workerRun = Promise.all(workers.map((w) => w.run()));
-    // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
-    const reconcilePass = () => void reconcile(db, temporal, { taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds });
-    reconcilePass();
-    setInterval(reconcilePass, 60_000).unref();
-    const purge = () => void purgeUnreferencedInputs(db, store).catch((err) => log.warn('input purge failed', { error: String(err) }));
-    setInterval(purge, 10 * 60_000).unref();
-    log.info('worker running', { taskQueue: config.taskQueue, providerQueues: workers.slice(1).map((w) => w.options.taskQueue), temporal: address });
+    if (servesMain) {
+      // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
+      const reconcilePass = () => void reconcile(db, temporal, { taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds });
+      reconcilePass();
+      setInterval(reconcilePass, 60_000).unref();
+      const purge = () => void purgeUnreferencedInputs(db, store).catch((err) => log.warn('input purge failed', { error: String(err) }));
+      setInterval(purge, 10 * 60_000).unref();
+    }
+    log.info('worker running', { taskQueues: workers.map((w) => w.options.taskQueue), temporal: address });
   }
 
   let server: http.Server | undefined;

@@ -24,6 +24,30 @@ export interface WorkerSetup {
   deps: ActivityDeps;
   /** A prebuilt bundle (tests share one); by default workflows/ is bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** A connection to share with other workers of the process; by default one is opened. */
+  connection?: NativeConnection;
+}
+
+/** The main queue's name in `WORKER_QUEUES`: workflows and bookkeeping activities. */
+export const MAIN_QUEUE = 'main';
+
+/**
+ * What one worker process serves (`WORKER_QUEUES`, e.g. `main`, `gemini`, `main,runway`): the main task queue
+ * and/or the queues of configured providers; unset means all of them. Anything else stops the process.
+ */
+export function workerQueues(selection: string[] | undefined, configuredProviders: string[]): { main: boolean; providers: string[] } {
+  const providers = [...new Set(configuredProviders)];
+  if (!selection) return { main: true, providers };
+  const unknown = selection.filter((q) => q !== MAIN_QUEUE && !providers.includes(q));
+  if (unknown.length > 0 || selection.length === 0) {
+    throw new Error(`WORKER_QUEUES may name ${[MAIN_QUEUE, ...providers].join(', ')}; got "${selection.join(',')}"`);
+  }
+  return { main: selection.includes(MAIN_QUEUE), providers: providers.filter((p) => selection.includes(p)) };
+}
+
+export async function connectWorker(address: string): Promise<NativeConnection> {
+  installRuntime();
+  return NativeConnection.connect({ address });
 }
 
 export interface ProviderQueueLimits {
@@ -56,8 +80,7 @@ export async function createProviderWorkers(
 }
 
 export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker; connection: NativeConnection }> {
-  installRuntime();
-  const connection = await NativeConnection.connect({ address: setup.address });
+  const connection = setup.connection ?? await connectWorker(setup.address);
   const worker = await Worker.create({
     connection,
     namespace: setup.namespace,

@@ -33,7 +33,7 @@ export function testEnvironment(): TestEnvironment {
   return current;
 }
 
-async function resetDatabase(url: string): Promise<void> {
+export async function resetDatabase(url: string): Promise<void> {
   await ensureDatabaseExists(url);
   const client = new Client({ connectionString: url });
   await client.connect();

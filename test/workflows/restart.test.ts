@@ -9,7 +9,7 @@ import { actionWorkflowId } from '../../src/temporal/contract';
 import { freePort } from '../../src/temporal/dev-server';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
-import { startServiceProcess } from '../support/service-process';
+import { startServiceProcess } from '../../src/cluster/service-process';
 import type { Client } from '@temporalio/client';
 import { connectClient } from '../../src/temporal/client';
 import { openDatabase } from '../../src/db/data-source';

@@ -18,7 +18,7 @@ import { freePort } from '../../src/temporal/dev-server';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { RunwayServer, sampleMp4, startRunwayServer } from '../support/runway-server';
-import { startServiceProcess } from '../support/service-process';
+import { startServiceProcess } from '../../src/cluster/service-process';
 import { Stack, startStack } from '../support/stack';
 
 const POLL_SECONDS = 0.2;

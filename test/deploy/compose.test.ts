@@ -1,0 +1,52 @@
+/**
+ * docker-compose.yml cannot be run here (no Docker engine), so it is checked as far as that goes without one:
+ * against the Compose Specification's own JSON Schema (the file docker compose validates with, from compose-go),
+ * and against the service: the images match the versions the cluster runs, every variable it sets is one the
+ * service reads, and the search attributes are the workflows' own.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020';
+import { parse } from 'yaml';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../src/temporal/contract';
+import { goModuleDir, TEMPORAL_SERVER_VERSION } from '../../src/temporal/server';
+import { TEMPORAL_UI_VERSION } from '../../src/temporal/ui-server';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const COMPOSE_GO = { module: 'github.com/compose-spec/compose-go/v2', version: 'v2.16.2' };
+
+describe('docker-compose.yml', function () {
+  this.timeout(120_000); // the schema's module may be downloaded first
+  // `merge`: the `<<: *service` keys, resolved as Compose resolves them.
+  const compose = parse(readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true });
+
+  it('is valid against the Compose Specification schema', async () => {
+    const dir = await goModuleDir(COMPOSE_GO.module, COMPOSE_GO.version);
+    const schema = JSON.parse(readFileSync(path.join(dir, 'schema', 'compose-spec.json'), 'utf8'));
+    const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
+    assert.ok(validate(compose), JSON.stringify(validate.errors, null, 2));
+    const broken = structuredClone(compose) as { services: { api: { ports: unknown } } };
+    broken.services.api.ports = 'not a list';
+    assert.equal(validate(broken), false, 'the schema does reject a broken file');
+  });
+
+  it('depends only on services it defines, and uses the versions the cluster runs', () => {
+    const services = compose.services as Record<string, { image?: string; depends_on?: Record<string, unknown> }>;
+    for (const [name, service] of Object.entries(services)) {
+      for (const dependency of Object.keys(service.depends_on ?? {})) assert.ok(services[dependency], `${name} depends on ${dependency}`);
+    }
+    assert.equal(services.temporal.image, `temporalio/auto-setup:${TEMPORAL_SERVER_VERSION.slice(1)}`);
+    assert.equal(services['temporal-ui'].image, `temporalio/ui:${TEMPORAL_UI_VERSION.slice(1)}`);
+  });
+
+  it('sets only variables the README documents, and registers the workflows\' search attributes', () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    for (const variable of Object.keys(compose['x-service'].environment)) {
+      assert.ok(readme.includes(`| \`${variable}\` |`), `${variable} is in the README's configuration table`);
+    }
+    const script: string = compose.services['temporal-setup'].command.join('\n');
+    const registered = Object.fromEntries([...script.matchAll(/\b([A-Z][A-Za-z]+)=(Int|Keyword)\b/g)].map((m) => [m[1], m[2]]));
+    assert.deepEqual(registered, SEARCH_ATTRIBUTE_REGISTRATIONS);
+  });
+});
