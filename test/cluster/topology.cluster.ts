@@ -39,7 +39,8 @@ async function dropTemporalDatabases(url: string): Promise<void> {
 /** A frontend port whose whole Temporal layout, and `count` API ports, are free. */
 async function freeLayout(apis: number): Promise<{ temporalPort: number; apiPort: number; s3Port: number }> {
   for (;;) {
-    const temporalPort = 20_000 + Math.floor(Math.random() * 20_000);
+    // Below 32768: the server stores its membership ports (base - 300 and up) as a Postgres smallint.
+    const temporalPort = 10_000 + Math.floor(Math.random() * 20_000);
     const apiPort = temporalPort + 20;
     const s3Port = temporalPort + 40;
     const ports = [...temporalServerPorts(temporalPort), ...Array.from({ length: apis }, (_, i) => apiPort + i), s3Port];
