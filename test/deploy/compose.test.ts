@@ -41,9 +41,11 @@ describe('docker-compose.yml', function () {
   });
 
   it('sets only variables the README documents, and registers the workflows\' search attributes', () => {
-    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    // The first cells of the README's tables, where variables are documented (some rows name two).
+    const documented = readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('\n')
+      .filter((line) => line.startsWith('| `')).map((line) => line.split('|')[1]);
     for (const variable of Object.keys(compose['x-service'].environment)) {
-      assert.ok(readme.includes(`| \`${variable}\` |`), `${variable} is in the README's configuration table`);
+      assert.ok(documented.some((cell) => cell.includes(`\`${variable}\``)), `${variable} is in the README's configuration table`);
     }
     const script: string = compose.services['temporal-setup'].command.join('\n');
     const registered = Object.fromEntries([...script.matchAll(/\b([A-Z][A-Za-z]+)=(Int|Keyword)\b/g)].map((m) => [m[1], m[2]]));
