@@ -156,10 +156,9 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     };
     let workerCount = 0;
     const startWorker = async () => {
-      workerCount += 1;
-      const worker = await startProcess('worker', `worker-${workerCount}`, {});
-      workers.push(worker);
-      return worker;
+      const index = workerCount++;
+      workers[index] = await startProcess('worker', `worker-${index + 1}`, {});
+      return workers[index];
     };
     await Promise.all([
       ...Array.from({ length: options.apis }, async (_, i) => {
