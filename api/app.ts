@@ -5,6 +5,7 @@
 import Koa, { Middleware } from 'koa';
 import compose from 'koa-compose';
 import Router from '@koa/router';
+import { log } from '../src/log';
 import { serveAssets } from './assets';
 import { authenticate } from './middleware/auth';
 import { errorHandler } from './middleware/error-handler';
@@ -99,6 +100,11 @@ export function createApp(services: ApiServices): Koa {
   const openapi = buildOpenApiDocument(groups, services.config.publicBaseUrl);
   const guard = compose([authenticate(services), rateLimit(services)]);
 
+  // Errors after an answer has started (a streamed asset whose store stream fails): logged as our JSON lines, not
+  // as Koa's default stack trace on stderr. Errors before that are answered by errorHandler.
+  app.on('error', (err: Error, ctx?: Koa.Context) => {
+    log.warn('answer ended early', { requestId: ctx?.state.requestId, path: ctx?.path, error: err.message });
+  });
   app.use(requestId());
   app.use(errorHandler());
   app.use(serveAssets(services));

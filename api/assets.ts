@@ -4,6 +4,8 @@ import { AppError, notFound } from './errors';
 import type { ApiServices } from './services';
 
 const DEFAULT_PRESIGN_SECONDS = 300;
+/** A streamed answer whose reader takes nothing for this long is dropped, giving back its socket and store stream. */
+const STREAM_IDLE_TIMEOUT_MS = 60_000;
 
 /**
  * The one range of a `Range` header (`bytes=a-b`, `bytes=a-`, `bytes=-n`); undefined for no header, another unit,
@@ -72,5 +74,11 @@ export function serveAssets({ store, signer, config }: ApiServices): Middleware 
       ctx.length = asset.size;
     }
     ctx.body = asset.stream; // Koa destroys the stream when the response ends, also for HEAD and a client gone
+    // Headers are sent by the time the store's stream fails (an S3 socket gone idle or cut): end the connection, so
+    // the reader sees a short body, not a hang.
+    asset.stream.once('error', () => ctx.res.destroy());
+    const socket = ctx.req.socket;
+    socket.setTimeout(STREAM_IDLE_TIMEOUT_MS, () => socket.destroy());
+    ctx.res.once('close', () => socket.setTimeout(0)); // a kept-alive connection goes back to the server's own timeouts
   };
 }

@@ -46,11 +46,14 @@ async function resolveTemporal(config: ReturnType<typeof loadConfig>, mode: Mode
 
 async function main(mode: Mode): Promise<void> {
   const config = loadConfig();
+  const providers = createProviders(config);
+  // Checked before anything starts: a process that takes requests must also run their workflows.
+  const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, [providers.image.name, providers.video.name], { requireMain: mode === 'all' });
+  if (queues && !queues.main) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
   const { address, devServer } = await resolveTemporal(config, mode);
   const db = await openDatabase(config.databaseUrl, { migrate: true });
   const temporal = await connectClient(address, config.temporalNamespace);
   const store = createAssetStore(config);
-  const providers = createProviders(config);
   const outbound = new OutboundPolicy(config.outboundAllowCidrs);
   const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
 
@@ -58,7 +61,7 @@ async function main(mode: Mode): Promise<void> {
   let workerRun: Promise<unknown> | undefined;
   if (mode !== 'api') {
     const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
-    const { main: servesMain, providers: providerNames } = workerQueues(config.workerQueues, [providers.image.name, providers.video.name]);
+    const { main: servesMain, providers: providerNames } = queues!;
     const connection = await connectWorker(address);
     if (servesMain) workers.push((await createWorker({ ...setup, connection })).worker);
     workers.push(...(await createProviderWorkers(setup, connection, providerNames, config.providerLimits)));

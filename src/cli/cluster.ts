@@ -30,6 +30,13 @@ function positiveInt(value: string | undefined, name: string, fallback: number):
   return parsed;
 }
 
+/** The server's membership ports are base - 300 and up, and stored as a Postgres smallint. */
+function temporalPort(value: string | undefined): number {
+  const port = positiveInt(value, 'temporal-port', 7233);
+  if (port < 1024 || port > 32_000) throw new Error(`--temporal-port must be between 1024 and 32000, got ${port}`);
+  return port;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -50,7 +57,7 @@ async function main(): Promise<void> {
     apis: Math.max(1, positiveInt(values.apis, 'apis', 2)),
     workers: Math.max(1, positiveInt(values.workers, 'workers', 2)),
     apiPort: positiveInt(values['api-port'], 'api-port', 3000),
-    temporalPort: positiveInt(values['temporal-port'], 'temporal-port', 7233),
+    temporalPort: temporalPort(values['temporal-port']),
     uiPort: values['no-ui'] ? undefined : positiveInt(values['ui-port'], 'ui-port', 8233),
     databaseUrl: config.databaseUrl,
     temporalDatabaseUrl: values['temporal-db'] ?? 'postgres://postgres@127.0.0.1:5432/temporal',

@@ -151,7 +151,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const startProcess = async (mode: ServiceMode, name: string, extra: Record<string, string>): Promise<ClusterProcess> => {
       const logFile = path.join(logs, `${name}.log`);
       const child = await startServiceProcess(mode, { ...env, DATA_DIR: path.join(options.dataDir, name), ...extra }, { logFile });
-      started.push({ stop: async () => { if (child.child.exitCode === null && child.child.signalCode === null) await child.kill('SIGTERM'); } });
+      started.push({ stop: () => child.stop() });
       return { name, mode, logFile, process: child, url: extra.PUBLIC_BASE_URL };
     };
     let workerCount = 0;
@@ -160,13 +160,16 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       workers[index] = await startProcess('worker', `worker-${index + 1}`, {});
       return workers[index];
     };
-    await Promise.all([
+    // All settled before going on or tearing down, so that no process still starting is left behind.
+    const starts = await Promise.allSettled([
       ...Array.from({ length: options.apis }, async (_, i) => {
         const port = options.apiPort + i;
         apis[i] = await startProcess('api', `api-${i + 1}`, { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
       }),
       ...Array.from({ length: options.workers }, () => startWorker()),
     ]);
+    const failed = starts.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
     return { temporalAddress: temporal.address, uiUrl: ui?.url, s3Endpoint: s3?.endpoint, apis, workers, env, startWorker, stop: stopAll };
   } catch (err) {
     await stopAll();

@@ -15,13 +15,19 @@ export interface ServiceProcess {
   child: ChildProcess;
   exited: Promise<number | null>;
   kill(signal: NodeJS.Signals): Promise<number | null>;
+  /** SIGTERM (the service drains), then SIGKILL if it has not exited within `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
 }
+
+const READY_TIMEOUT_MS = 120_000;
 
 /**
  * Starts the service and resolves once it logs that every part of `mode` is up. Its log lines go to `logFile`
  * when given (kept for the whole life of the process), else they are read only until it is ready.
  */
-export async function startServiceProcess(mode: ServiceMode, env: Record<string, string>, options: { logFile?: string } = {}): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string; readyTimeoutMs?: number } = {},
+): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [MAIN, mode], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   if (options.logFile) {
@@ -31,6 +37,8 @@ export async function startServiceProcess(mode: ServiceMode, env: Record<string,
   const waitingFor = new Set(mode === 'all' ? ['API listening', 'worker running'] : mode === 'api' ? ['API listening'] : ['worker running']);
   const lines: string[] = [];
   const reader = readline.createInterface({ input: child.stderr! });
+  const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve, reject) => {
     reader.on('line', (line) => {
       lines.push(line);
@@ -42,7 +50,11 @@ export async function startServiceProcess(mode: ServiceMode, env: Record<string,
       if (waitingFor.size === 0) resolve();
     });
     void exited.then((code) => reject(new Error(`service exited with ${code} before it was ready:\n${lines.slice(-40).join('\n')}`)));
-  });
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`service not ready within ${readyTimeoutMs} ms:\n${lines.slice(-40).join('\n')}`));
+    }, readyTimeoutMs);
+  }).finally(() => clearTimeout(timer));
   reader.removeAllListeners('line'); // the reader goes on draining the pipe, so the child never blocks on its log
   return {
     child,
@@ -50,6 +62,13 @@ export async function startServiceProcess(mode: ServiceMode, env: Record<string,
     async kill(signal) {
       child.kill(signal);
       return exited;
+    },
+    async stop(graceMs = 25_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
     },
   };
 }

@@ -29,14 +29,26 @@ export interface S3Location {
 }
 
 export interface S3AssetStoreOptions extends S3Location {
+  /** Streamed downloads (`open`) in flight at once; more wait for a socket (default 256). */
+  maxStreams?: number;
+  /** A streamed download whose reader takes nothing for this long is dropped (default 30 s). */
+  streamIdleTimeoutMs?: number;
   /** Keys are stored as `<prefix><key>`; a prefix ends in `/` (added when missing). */
   prefix?: string;
   /** Keys per ListObjectsV2 page (S3's own default and maximum: 1000). */
   listPageSize?: number;
 }
 
-/** One client per location, with what keeps non-AWS servers working. */
-export function s3Client(location: S3Location): S3Client {
+/** How long a socket to S3 may carry nothing before it is closed (a stalled upload, download or reader). */
+const SOCKET_IDLE_TIMEOUT_MS = 30_000;
+
+/**
+ * One client per location, with what keeps non-AWS servers working. `sockets` and `idleTimeoutMs` size its pool:
+ * streamed downloads get a pool of their own, so that slow readers can never starve uploads, presigning or the
+ * readiness check (each stream holds a socket for as long as its reader takes).
+ */
+export function s3Client(location: S3Location, pool: { sockets?: number; idleTimeoutMs?: number } = {}): S3Client {
+  const agent = { keepAlive: true, maxSockets: pool.sockets ?? 50 };
   return new S3Client({
     region: location.region,
     ...(location.endpoint ? { endpoint: location.endpoint } : {}),
@@ -46,7 +58,7 @@ export function s3Client(location: S3Location): S3Client {
     // download) is refused or mishandled by some S3-compatible services (GCS interop, older MinIO and R2).
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: { connectionTimeout: 5_000 },
+    requestHandler: { connectionTimeout: 5_000, socketTimeout: pool.idleTimeoutMs ?? SOCKET_IDLE_TIMEOUT_MS, httpAgent: agent, httpsAgent: agent },
   });
 }
 
@@ -78,12 +90,15 @@ export async function ensureBucket(location: S3Location): Promise<void> {
 
 export class S3AssetStore implements AssetStore {
   readonly client: S3Client;
+  /** `open`'s own pool (see `s3Client`). */
+  private readonly streams: S3Client;
   private readonly bucket: string;
   private readonly prefix: string;
   private readonly listPageSize: number | undefined;
 
   constructor(options: S3AssetStoreOptions) {
     this.client = s3Client(options);
+    this.streams = s3Client(options, { sockets: options.maxStreams ?? 256, idleTimeoutMs: options.streamIdleTimeoutMs });
     this.bucket = options.bucket;
     this.prefix = options.prefix ? options.prefix.replace(/\/*$/, '/') : '';
     this.listPageSize = options.listPageSize;
@@ -123,7 +138,7 @@ export class S3AssetStore implements AssetStore {
     }
     let answer: GetObjectCommandOutput;
     try {
-      answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, Range: range ? rangeHeader(range) : undefined }));
+      answer = await this.streams.send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, Range: range ? rangeHeader(range) : undefined }));
     } catch (err) {
       if (isMissingObject(err)) return undefined;
       if (s3Status(err) === 416) {

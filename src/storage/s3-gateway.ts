@@ -7,7 +7,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, openSync, closeSync } from 'node:fs';
 import path from 'node:path';
 import { log } from '../log';
-import { ensureGoTools } from '../tools/go-tools';
+import { ensureGoTools, toolEnv } from '../tools/go-tools';
 import { ensureBucket } from './s3-asset-store';
 
 export const VERSITYGW_VERSION = 'v1.8.0';
@@ -69,7 +69,7 @@ export async function startS3Gateway(options: S3GatewayOptions): Promise<S3Gatew
   ], {
     stdio: ['ignore', out, out],
     // The root user as the gateway documents it: through the environment, so the secret is not in `ps`.
-    env: { ...process.env, ROOT_ACCESS_KEY_ID: options.accessKey, ROOT_SECRET_ACCESS_KEY: options.secretKey },
+    env: toolEnv({ ROOT_ACCESS_KEY_ID: options.accessKey, ROOT_SECRET_ACCESS_KEY: options.secretKey }),
   });
   closeSync(out);
   let exited = false;

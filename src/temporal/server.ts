@@ -14,7 +14,7 @@ import { temporal } from '@temporalio/proto';
 import { Client } from 'pg';
 import { ensureDatabaseExists } from '../db/data-source';
 import { log } from '../log';
-import { ensureGoTools } from '../tools/go-tools';
+import { ensureGoTools, toolEnv } from '../tools/go-tools';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from './contract';
 import { temporalAnswers } from './dev-server';
 
@@ -44,15 +44,22 @@ export async function goModuleDir(module: string, version: string): Promise<stri
 
 /** Where the server keeps its state: two Postgres databases, `<name>` and `<name>_visibility` by default. */
 export interface TemporalDatabase {
-  /** e.g. `postgres://temporal:secret@db.internal:5432/temporal` */
+  /**
+   * e.g. `postgres://temporal:secret@db.internal:5432/temporal?sslmode=verify-full&sslrootcert=/etc/ca.pem`:
+   * `sslmode` require, verify-ca or verify-full turns TLS on (host names checked with verify-full).
+   */
   url: string;
   /** The visibility database's name (default: the main one's name + `_visibility`). */
   visibilityDatabase?: string;
 }
 
+/** libpq's `sslmode` values that make a TLS connection (`prefer` and `allow` may not: they are treated as off). */
+const TLS_MODES = ['require', 'verify-ca', 'verify-full'];
+
 function databaseParts(db: TemporalDatabase) {
   const url = new URL(db.url);
   const database = decodeURIComponent(url.pathname.slice(1)) || 'temporal';
+  const sslmode = url.searchParams.get('sslmode') ?? 'disable';
   return {
     host: url.hostname,
     port: url.port || '5432',
@@ -60,6 +67,9 @@ function databaseParts(db: TemporalDatabase) {
     password: decodeURIComponent(url.password),
     database,
     visibilityDatabase: db.visibilityDatabase ?? `${database}_visibility`,
+    tls: TLS_MODES.includes(sslmode),
+    verifyHost: sslmode === 'verify-full',
+    caFile: url.searchParams.get('sslrootcert') ?? '',
   };
 }
 
@@ -86,8 +96,11 @@ export async function setUpTemporalSchema(sqlTool: string, db: TemporalDatabase)
     const url = new URL(db.url);
     url.pathname = `/${encodeURIComponent(database)}`;
     await ensureDatabaseExists(url.toString());
-    const common = ['--plugin', 'postgres12', '--ep', parts.host, '-p', parts.port, '-u', parts.user, '--db', database];
-    const env = { ...process.env, SQL_PASSWORD: parts.password };
+    const common = [
+      '--plugin', 'postgres12', '--ep', parts.host, '-p', parts.port, '-u', parts.user, '--db', database,
+      ...(parts.tls ? ['--tls', ...(parts.caFile ? ['--tls-ca-file', parts.caFile] : []), ...(parts.verifyHost ? [] : ['--tls-disable-host-verification'])] : []),
+    ];
+    const env = toolEnv({ SQL_PASSWORD: parts.password });
     if (!(await hasSchemaVersionTable(url.toString()))) await run(sqlTool, [...common, 'setup-schema', '-v', '0.0'], { env });
     await run(sqlTool, [...common, 'update-schema', '-d', path.join(schemaRoot, folder, 'versioned')], { env, maxBuffer: 16 * 1024 * 1024 });
   }
@@ -124,8 +137,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   const out = openSync(options.logFile, 'a');
   const child = spawn(server, ['--root', TEMPORAL_DEPLOY_DIR, '--config', 'config', '--env', 'postgres', '--allow-no-auth', 'start'], {
     stdio: ['ignore', out, out],
-    env: {
-      ...process.env,
+    env: toolEnv({
       TEMPORAL_PORT_BASE: String(options.portBase),
       TEMPORAL_BIND_IP: bindIp,
       TEMPORAL_METRICS_PORT: String(options.metricsPort),
@@ -135,9 +147,12 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
       TEMPORAL_DB_PASSWORD: parts.password,
       TEMPORAL_DB: parts.database,
       TEMPORAL_VISIBILITY_DB: parts.visibilityDatabase,
+      TEMPORAL_DB_TLS: String(parts.tls),
+      TEMPORAL_DB_TLS_VERIFY_HOST: String(parts.verifyHost),
+      TEMPORAL_DB_TLS_CA_FILE: parts.caFile,
       TEMPORAL_NUM_HISTORY_SHARDS: String(options.historyShards ?? 4),
       TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(TEMPORAL_DEPLOY_DIR, 'dynamicconfig.yaml'),
-    },
+    }),
   });
   let exited = false;
   const exitPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));

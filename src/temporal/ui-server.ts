@@ -6,7 +6,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
-import { ensureGoTools } from '../tools/go-tools';
+import { ensureGoTools, toolEnv } from '../tools/go-tools';
 import { TEMPORAL_DEPLOY_DIR } from './server';
 
 export const TEMPORAL_UI_VERSION = 'v2.42.1';
@@ -24,12 +24,11 @@ export async function startUiServer(options: { toolsDir: string; temporalAddress
   const out = openSync(options.logFile, 'a');
   const child = spawn(server, ['--root', TEMPORAL_DEPLOY_DIR, '--config', 'ui', '--env', 'cluster', 'start'], {
     stdio: ['ignore', out, out],
-    env: {
-      ...process.env,
+    env: toolEnv({
       TEMPORAL_ADDRESS: options.temporalAddress,
       TEMPORAL_UI_PORT: String(options.port),
       TEMPORAL_DEFAULT_NAMESPACE: options.namespace,
-    },
+    }),
   });
   let exited = false;
   const exitPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
@@ -50,7 +49,9 @@ export async function startUiServer(options: { toolsDir: string; temporalAddress
     async stop() {
       if (exited) return;
       child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exitPromise;
+      clearTimeout(timer);
     },
   };
 }

@@ -35,12 +35,17 @@ export const MAIN_QUEUE = 'main';
  * What one worker process serves (`WORKER_QUEUES`, e.g. `main`, `gemini`, `main,runway`): the main task queue
  * and/or the queues of configured providers; unset means all of them. Anything else stops the process.
  */
-export function workerQueues(selection: string[] | undefined, configuredProviders: string[]): { main: boolean; providers: string[] } {
+export function workerQueues(
+  selection: string[] | undefined, configuredProviders: string[], options: { requireMain?: boolean } = {},
+): { main: boolean; providers: string[] } {
   const providers = [...new Set(configuredProviders)];
   if (!selection) return { main: true, providers };
   const unknown = selection.filter((q) => q !== MAIN_QUEUE && !providers.includes(q));
   if (unknown.length > 0 || selection.length === 0) {
     throw new Error(`WORKER_QUEUES may name ${[MAIN_QUEUE, ...providers].join(', ')}; got "${selection.join(',')}"`);
+  }
+  if (options.requireMain && !selection.includes(MAIN_QUEUE)) {
+    throw new Error('WORKER_QUEUES must include "main" when the API runs in the same process: its requests would start workflows no one runs');
   }
   return { main: selection.includes(MAIN_QUEUE), providers: providers.filter((p) => selection.includes(p)) };
 }

@@ -26,6 +26,15 @@ export function isExecutable(file: string): boolean {
   }
 }
 
+/**
+ * The environment a spawned tool gets: what locates programs, files and time, and `own`; nothing else of ours
+ * (the service's secrets and provider keys stay out of the tool's /proc/<pid>/environ).
+ */
+export function toolEnv(own: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const inherited = ['PATH', 'HOME', 'TMPDIR', 'TZ', 'LANG', 'SSL_CERT_FILE', 'SSL_CERT_DIR'];
+  return { ...Object.fromEntries(inherited.filter((k) => process.env[k] !== undefined).map((k) => [k, process.env[k]])), ...own };
+}
+
 export function toolPath(toolsDir: string, binary: string): string {
   return path.join(toolsDir, 'bin', binary);
 }

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import sharp from 'sharp';
 import { parseRange } from '../../api/assets';
 import type { AssetStore } from '../../src/storage/asset-store';
@@ -200,6 +201,35 @@ for (const [name, store, assetDelivery] of streamed) {
     refusals(() => stack);
   });
 }
+
+describe('GET /assets with an S3 store streaming to readers that stall', function () {
+  this.timeout(60_000);
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ withWorker: false, store: testS3Store({ maxStreams: 60, streamIdleTimeoutMs: 2_000 }), assetDelivery: 'stream' });
+  });
+  after(() => stack.stop());
+
+  it('keeps uploads and the readiness check going past 60 stalled readers, and drops streams idle at S3', async () => {
+    const clip = await storedClip(stack, 64 * 1024 * 1024); // more than the loopback sockets' buffers hold
+    // Readers that take the headers, then nothing: each one holds a socket to S3 while its buffers are full.
+    const stalled = await Promise.all(Array.from({ length: 60 }, () => new Promise<http.IncomingMessage>((resolve, reject) => {
+      http.get(clip.url, (res) => { res.pause(); resolve(res); }).on('error', reject);
+    })));
+    assert.ok(stalled.every((res) => res.statusCode === 200));
+    // More than the S3 SDK's default pool of 50: uploads and HeadBucket have a pool of their own.
+    const started = Date.now();
+    await stack.store.put('inputs/stall-check.jpg', Buffer.from('x'));
+    await stack.store.check!(AbortSignal.timeout(1_000));
+    assert.ok(Date.now() - started < 1_000, 'not queued behind the stalled readers (they hold their sockets 2 s)');
+    // The 60 stalled readers fill the store's 60 streams; a new reader gets one only once the stalled streams are
+    // dropped for their idle S3 sockets (2 s here). Without that it would wait for ever.
+    const next = await fetch(clip.url);
+    assert.equal(next.status, 200);
+    assert.equal((await body(next)).length, clip.bytes.length, 'and new readers are served in full');
+    for (const res of stalled) res.destroy();
+  });
+});
 
 describe('parseRange', () => {
   it('reads one byte range, and nothing else', () => {

@@ -19,13 +19,16 @@ import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V
 
 const V2 = '/api/v2';
 const APP_DATABASE_URL = process.env.TEST_CLUSTER_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/imagery_cluster_test';
-const TEMPORAL_DATABASE_URL = process.env.TEST_CLUSTER_TEMPORAL_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/temporal_cluster_test';
+// Over TLS, as a production database is reached (`require`: the local server's certificate is self-signed;
+// `uselibpqcompat` gives node-postgres libpq's meaning of it).
+const TEMPORAL_DATABASE_URL = process.env.TEST_CLUSTER_TEMPORAL_DATABASE_URL
+  ?? 'postgres://postgres@127.0.0.1:5432/temporal_cluster_test?sslmode=require&uselibpqcompat=true';
 const RATE_LIMIT = 40;
 
 /** A fresh Temporal database pair: the server's schema is set up from nothing on every run. */
 async function dropTemporalDatabases(url: string): Promise<void> {
   const admin = new URL(url);
-  const name = admin.pathname.slice(1);
+  const name = decodeURIComponent(admin.pathname.slice(1));
   admin.pathname = '/postgres';
   const client = new PgClient({ connectionString: admin.toString() });
   await client.connect();
@@ -93,9 +96,13 @@ describe('the production topology: Temporal server on Postgres, S3 storage, 2 AP
     return row.n;
   }
 
-  it('runs on the Temporal server, not the dev server, and stores assets in the S3 gateway', async () => {
+  it('runs on the Temporal server (its database over TLS), not the dev server, and stores assets in the S3 gateway', async () => {
     const info = await temporal.connection.workflowService.getSystemInfo({});
     assert.ok(info.serverVersion?.startsWith('1.29.1'), `server version ${info.serverVersion}`);
+    const connections = await db.query(
+      `SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid WHERE a.datname = $1`,
+      [decodeURIComponent(new URL(TEMPORAL_DATABASE_URL).pathname.slice(1))]);
+    assert.ok(connections.length > 0 && connections.every((c: { ssl: boolean }) => c.ssl), 'the server reaches Postgres over TLS');
     assert.equal(cluster.env.ASSET_STORE, 's3');
     assert.equal(cluster.env.S3_ENDPOINT, cluster.s3Endpoint);
   });
