@@ -3,11 +3,10 @@
  * a bucket is a sub-folder, an object a file, metadata in extended attributes), built once into the tools folder,
  * started on loopback, with the bucket created, and stopped with the process that started it.
  */
-import { ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, openSync, closeSync } from 'node:fs';
-import path from 'node:path';
+import { mkdirSync } from 'node:fs';
 import { log } from '../log';
 import { ensureGoTools, toolEnv } from '../tools/go-tools';
+import { startToolProcess } from '../tools/tool-process';
 import { ensureBucket } from './s3-asset-store';
 
 export const VERSITYGW_VERSION = 'v1.8.0';
@@ -61,37 +60,18 @@ export async function startS3Gateway(options: S3GatewayOptions): Promise<S3Gatew
   const host = options.host ?? '127.0.0.1';
   const region = options.region ?? 'us-east-1';
   mkdirSync(options.dir, { recursive: true });
-  mkdirSync(path.dirname(options.logFile), { recursive: true });
-  const out = openSync(options.logFile, 'a');
-  const child: ChildProcess = spawn(binary, [
-    '--port', `${host}:${options.port}`, '--region', region, '--health', HEALTH_PATH, '--keep-alive', '--quiet',
-    'posix', options.dir,
-  ], {
-    stdio: ['ignore', out, out],
+  const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${options.port}`;
+  const { stop } = await startToolProcess({
+    name: 'the S3 gateway',
+    binary,
+    args: ['--port', `${host}:${options.port}`, '--region', region, '--health', HEALTH_PATH, '--keep-alive', '--quiet', 'posix', options.dir],
     // The root user as the gateway documents it: through the environment, so the secret is not in `ps`.
     env: toolEnv({ ROOT_ACCESS_KEY_ID: options.accessKey, ROOT_SECRET_ACCESS_KEY: options.secretKey }),
+    logFile: options.logFile,
+    answers: () => answers(`${endpoint}${HEALTH_PATH}`),
+    readyTimeoutMs: START_TIMEOUT_MS,
+    pollMs: 100,
   });
-  closeSync(out);
-  let exited = false;
-  const exitPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
-  const stop = async () => {
-    if (exited) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exitPromise;
-    clearTimeout(timer);
-  };
-
-  const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${options.port}`;
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  while (!(await answers(`${endpoint}${HEALTH_PATH}`))) {
-    if (exited) throw new Error(`the S3 gateway exited at start; see ${options.logFile}`);
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`the S3 gateway did not answer on ${endpoint} within ${START_TIMEOUT_MS / 1000} s; see ${options.logFile}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
   try {
     await ensureBucket({
       bucket: options.bucket, endpoint, region, forcePathStyle: true,

@@ -2,13 +2,13 @@
  * The Temporal CLI dev server: found or built, started with file persistence, the Web UI and our search
  * attributes, and stopped with the process that started it.
  */
-import { ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { log } from '../log';
 import { ensureGoTools, isExecutable, toolPath } from '../tools/go-tools';
+import { startToolProcess } from '../tools/tool-process';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from './contract';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -98,33 +98,12 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
   for (const [key, type] of Object.entries(SEARCH_ATTRIBUTE_REGISTRATIONS)) args.push('--search-attribute', `${key}=${type}`);
 
-  mkdirSync(path.dirname(options.logFile), { recursive: true });
-  const out = openSync(options.logFile, 'a');
-  const child: ChildProcess = spawn(cli, args, { stdio: ['ignore', out, out] });
   const address = `127.0.0.1:${options.port}`;
-  let exited = false;
-  const exitPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
-
-  const deadline = Date.now() + 60_000;
-  while (!(await temporalAnswers(address, 1000))) {
-    if (exited) throw new Error(`temporal dev server exited at start; see ${options.logFile}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`temporal dev server did not answer on ${address} within 60 s; see ${options.logFile}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const { stop } = await startToolProcess({
+    name: 'the temporal dev server', binary: cli, args, logFile: options.logFile,
+    answers: () => temporalAnswers(address, 1000), readyTimeoutMs: 60_000,
+  });
   const uiUrl = options.uiPort ? `http://localhost:${options.uiPort}` : undefined;
   log.info('temporal dev server ready', { address, ui: uiUrl, db: options.dbFile ?? 'memory' });
-  return {
-    address,
-    uiUrl,
-    async stop() {
-      if (exited) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exitPromise;
-      clearTimeout(timer);
-    },
-  };
+  return { address, uiUrl, stop };
 }

@@ -4,8 +4,7 @@
  * tool from the versioned folders the server module ships, the server run from the project's own config
  * (`deploy/temporal/config/postgres.yaml`), and the namespace with our search attributes registered.
  */
-import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
+import { ChildProcess, execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection, isGrpcServiceError } from '@temporalio/client';
@@ -15,6 +14,7 @@ import { Client } from 'pg';
 import { ensureDatabaseExists } from '../db/data-source';
 import { log } from '../log';
 import { ensureGoTools, toolEnv } from '../tools/go-tools';
+import { startToolProcess } from '../tools/tool-process';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from './contract';
 import { temporalAnswers } from './dev-server';
 
@@ -133,10 +133,11 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   await setUpTemporalSchema(sqlTool, options.db);
   const parts = databaseParts(options.db);
   const bindIp = options.bindIp ?? '127.0.0.1';
-  mkdirSync(path.dirname(options.logFile), { recursive: true });
-  const out = openSync(options.logFile, 'a');
-  const child = spawn(server, ['--root', TEMPORAL_DEPLOY_DIR, '--config', 'config', '--env', 'postgres', '--allow-no-auth', 'start'], {
-    stdio: ['ignore', out, out],
+  const address = `${bindIp}:${options.portBase}`;
+  const { child, stop } = await startToolProcess({
+    name: 'the Temporal server',
+    binary: server,
+    args: ['--root', TEMPORAL_DEPLOY_DIR, '--config', 'config', '--env', 'postgres', '--allow-no-auth', 'start'],
     env: toolEnv({
       TEMPORAL_PORT_BASE: String(options.portBase),
       TEMPORAL_BIND_IP: bindIp,
@@ -153,24 +154,13 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
       TEMPORAL_NUM_HISTORY_SHARDS: String(options.historyShards ?? 4),
       TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(TEMPORAL_DEPLOY_DIR, 'dynamicconfig.yaml'),
     }),
+    logFile: options.logFile,
+    answers: () => temporalAnswers(address, 1000),
+    readyTimeoutMs: 90_000,
+    pollMs: 250,
+    stopGraceMs: 15_000,
   });
-  let exited = false;
-  const exitPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
-  const address = `${bindIp}:${options.portBase}`;
-  const stop = async () => {
-    if (exited) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await exitPromise;
-    clearTimeout(timer);
-  };
   try {
-    const deadline = Date.now() + 90_000;
-    while (!(await temporalAnswers(address, 1000))) {
-      if (exited) throw new Error(`the Temporal server exited at start; see ${options.logFile}`);
-      if (Date.now() > deadline) throw new Error(`the Temporal server did not answer on ${address} within 90 s; see ${options.logFile}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
     await prepareNamespace(address, options.namespace);
   } catch (err) {
     await stop();
