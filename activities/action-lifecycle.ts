@@ -1,37 +1,40 @@
 /**
  * Read-model moves of an action, each with its spark settlement in the same transaction. Activities run at least
- * once, so every move is a conditional update: repeating it changes nothing.
+ * once, so every move is a conditional update: repeating it changes nothing. Given a v2 job's id, each also moves
+ * the job in the same transaction (the job workflow runs them as local activities: one step, not two).
  */
 import { closeAction } from '../src/domain/action-states';
 import { settleHold } from '../src/domain/billing';
+import { moveJobRecord } from '../src/domain/jobs';
 import { sqlRow } from '../src/db/sql';
+import type { EntityManager } from 'typeorm';
 import type { ActivityDeps } from './deps';
 
 export type StartOutcome = 'started' | 'cancelled';
 export type CompleteOutcome = 'completed' | 'cancelled';
 
+/** How a v2 job ends when its action fails: `dead_letter` once its retryable attempts are spent. */
+export interface JobFailure { jobId: string; status: 'failed' | 'dead_letter'; errorCode: string; retryable: boolean }
+
 export function createActionLifecycleActivities({ db }: ActivityDeps) {
   return {
-    /** pending -> processing. Answers `cancelled` (stop) when the action was cancelled or is already closed. */
-    async startProcessing(actionId: number): Promise<StartOutcome> {
+    /**
+     * pending -> processing (and the job, if given, to claimed/routing). Answers `cancelled` (stop) when the action
+     * was cancelled or is already closed, or its job already ended.
+     */
+    async startProcessing(actionId: number, jobId?: string): Promise<StartOutcome> {
       return db.transaction(async (m) => {
-        const moved = await sqlRow(m,
-          `UPDATE actions SET status = 'processing', started_at = now(), updated_at = now()
-            WHERE id = $1 AND status = 'pending' RETURNING card_id`, [actionId]);
-        if (moved) {
-          await m.query(`UPDATE cards SET status = 'processing', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [moved.card_id]);
-          return 'started';
-        }
-        const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
-        if (!current) throw new Error(`action ${actionId} not found`);
-        // A retried start finds it processing: go on. Cancelled, or already closed (a duplicate or late
-        // workflow): stop, so nothing is rendered twice or for free.
-        return current.status === 'processing' ? 'started' : 'cancelled';
+        const started = await startAction(m, actionId);
+        if (started === 'started' && jobId && !(await moveJobRecord(m, jobId, { status: 'claimed', phase: 'routing' }))) return 'cancelled';
+        return started;
       });
     },
 
-    /** Charges the hold and marks the action completed, atomically; the card's active version moves to it. */
-    async completeAction(actionId: number, assetPath: string): Promise<CompleteOutcome> {
+    /**
+     * Charges the hold and marks the action completed, atomically; the card's active version moves to it, and the
+     * job, if given, to succeeded/postprocessing.
+     */
+    async completeAction(actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
       return db.transaction(async (m) => {
         const settled = await settleHold(m, actionId, 'charged');
         if (settled === 'released') {
@@ -48,6 +51,7 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
                     active_action_id = GREATEST(COALESCE(active_action_id, 0), $2)
               WHERE id = $1`, [done.card_id, actionId]);
         }
+        if (jobId) await moveJobRecord(m, jobId, { status: 'succeeded', phase: 'postprocessing', retryable: false });
         return 'completed';
       });
     },
@@ -61,12 +65,34 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
       return 'cancelled';
     },
 
-    /** Releases the hold and marks the action failed with a message the integrator may read. */
-    async failAction(actionId: number, errorMessage: string): Promise<void> {
+    /**
+     * Releases the hold and marks the action failed with a message the integrator may read; the job, if given,
+     * ends as `job.status` with the same message.
+     */
+    async failAction(actionId: number, errorMessage: string, job?: JobFailure): Promise<void> {
       await db.transaction(async (m) => {
         await settleHold(m, actionId, 'released');
         await closeAction(m, actionId, 'failed', errorMessage);
+        if (job) {
+          await moveJobRecord(m, job.jobId, { status: job.status, phase: 'failed', retryable: job.retryable, errorCode: job.errorCode, errorMessage });
+        }
       });
     },
   };
+}
+
+/** pending -> processing in the caller's transaction; see `startProcessing`. */
+async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
+  const moved = await sqlRow(m,
+    `UPDATE actions SET status = 'processing', started_at = now(), updated_at = now()
+      WHERE id = $1 AND status = 'pending' RETURNING card_id`, [actionId]);
+  if (moved) {
+    await m.query(`UPDATE cards SET status = 'processing', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [moved.card_id]);
+    return 'started';
+  }
+  const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
+  if (!current) throw new Error(`action ${actionId} not found`);
+  // A retried start finds it processing: go on. Cancelled, or already closed (a duplicate or late
+  // workflow): stop, so nothing is rendered twice or for free.
+  return current.status === 'processing' ? 'started' : 'cancelled';
 }

@@ -9,6 +9,7 @@ import type { ActionProduct } from '../src/db/entities/action';
 import type { ParamsByProduct } from '../src/domain/action-params';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
 import { FAILURE_TYPES } from '../src/temporal/contract';
+import { JobMove, moveJobRecord } from '../src/domain/jobs';
 import type { ActivityDeps } from './deps';
 
 /** Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout. */
@@ -50,19 +51,35 @@ function renderedVideo(progress: VideoProgress): RenderedAsset {
 
 export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running'; taskId: string; progress?: number };
 
-type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal) => Promise<RenderedAsset> };
+/** A renderer loads its inputs, says `started` just before the provider's call, and answers what it rendered. */
+type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal, started: () => Promise<void>) => Promise<RenderedAsset> };
 
 export function createGenerateAssetActivities({ db, store, providers }: ActivityDeps) {
   const read = (key: string) => store.read(key);
   const readOptional = (key: string | undefined) => (key ? store.read(key) : Promise.resolve(undefined));
+  const loaded = async <T>(inputs: Promise<T>, started: () => Promise<void>): Promise<T> => {
+    const value = await inputs;
+    await started();
+    return value;
+  };
 
   const render: Renderers = {
-    photo: async (p, signal) => providers.image.renderPhoto({ ...p, images: await Promise.all(p.inputs.map(read)) }, signal),
-    card: async (p, signal) => providers.image.renderCard({
-      ...p, images: await Promise.all(p.inputs.map(read)), designReference: await readOptional(p.designReference),
-    }, signal),
-    video: async (p, signal) => renderedVideo(await providers.video.startVideo({ ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) }, signal)),
-    edit: async (p, signal) => providers.image.renderEdit({ source: await read(p.source), instruction: p.instruction }, signal),
+    photo: async (p, signal, started) => providers.image.renderPhoto({ ...p, images: await loaded(Promise.all(p.inputs.map(read)), started) }, signal),
+    card: async (p, signal, started) => {
+      const [images, designReference] = await loaded(Promise.all([Promise.all(p.inputs.map(read)), readOptional(p.designReference)]), started);
+      return providers.image.renderCard({ ...p, images, designReference }, signal);
+    },
+    video: async (p, signal, started) => {
+      const [image, finalFrame] = await loaded(Promise.all([read(p.input), readOptional(p.finalFrame)]), started);
+      return renderedVideo(await providers.video.startVideo({ ...p, image, finalFrame }, signal));
+    },
+    edit: async (p, signal, started) => providers.image.renderEdit({ source: await loaded(read(p.source), started), instruction: p.instruction }, signal),
+  };
+
+  /** Moves the job the render belongs to; a job that already ended (cancelled) stops the render here. */
+  const moveJob = async (jobId: string | undefined, move: JobMove): Promise<void> => {
+    if (!jobId || (await moveJobRecord(db.manager, jobId, move))) return;
+    throw ApplicationFailure.create({ type: FAILURE_TYPES.jobEnded, message: `job ${jobId} already ended`, nonRetryable: true });
   };
 
   const videoJob = async (action: Action) => {
@@ -109,12 +126,23 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
       if (row?.provider_task_id) await providers.video.cancelVideo(row.provider_task_id);
     },
 
-    async generateAsset(actionId: number): Promise<string> {
+    /**
+     * Renders the action and stores the result. Given a v2 job's id (one attempt of the job workflow), it also
+     * moves the job through the attempt's phases as they happen: running/provider_reserved (the attempt counted)
+     * while the inputs load, provider_running during the provider's call, finalizing while the result is stored.
+     * A job found ended (cancelled meanwhile) fails the attempt with `JobEnded`, nothing more rendered or stored.
+     */
+    async generateAsset(actionId: number, jobId?: string): Promise<string> {
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
       try {
-        const renderer = render[action.product] as (params: unknown, signal: AbortSignal) => Promise<RenderedAsset>;
-        const rendered = await heartbeating(renderer(action.params, Context.current().cancellationSignal));
-        return await storeResult(actionId, rendered);
+        const renderer = render[action.product] as Renderers['photo'];
+        return await heartbeating((async () => {
+          await moveJob(jobId, { status: 'running', phase: 'provider_reserved', attempt: true });
+          const started = () => moveJob(jobId, { status: 'running', phase: 'provider_running' });
+          const rendered = await renderer(action.params as never, Context.current().cancellationSignal, started);
+          await moveJob(jobId, { status: 'running', phase: 'finalizing' });
+          return storeResult(actionId, rendered);
+        })());
       } catch (err) {
         throw toFailure(err);
       }

@@ -2,9 +2,15 @@
  * The story of one v1 action: start, render with the provider, then either charge and complete, or release and
  * fail, or (when cancelled during the render) release and cancel. Activities do the work; this file only decides.
  * Bookkeeping runs outside cancellation, so a cancel request can stop the render but never half a settlement.
+ *
+ * Since the `fused-steps` patch the bookkeeping steps (short database transactions) run as local activities: in
+ * the worker that runs the workflow, within its workflow task, each recorded as a marker in the history, so that
+ * the render is the only activity task that goes through the server. Workflows started before the patch replay
+ * with every step an activity, as they were recorded.
  */
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, RetryPolicy, upsertSearchAttributes,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, RetryPolicy,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
@@ -15,6 +21,8 @@ const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' }, // until the database answers again
 });
+/** The same steps as local activities (since `fused-steps`). */
+const localBookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 
 const providerRetry: RetryPolicy = {
   initialInterval: '2 seconds',
@@ -52,13 +60,16 @@ function failureMessage(err: unknown): string {
 
 const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonCancellable(step);
 
-/** Histories recorded before webhooks existed replay without announcing (the `webhook-deliveries` patch). */
-async function announce(actionId: number, outcome: 'completed' | 'failed'): Promise<void> {
-  if (patched('webhook-deliveries')) await announceOutcome(actionId, outcome);
-}
-
 export async function actionWorkflow({ actionId, provider: route }: ActionWorkflowInput): Promise<ActionOutcome> {
-  if ((await settle(() => bookkeeping.startProcessing(actionId))) === 'cancelled') {
+  const fused = patched('fused-steps');
+  const steps = fused ? localBookkeeping : bookkeeping;
+  /** Histories recorded before webhooks existed replay without announcing (the `webhook-deliveries` patch). */
+  const announce = async (outcome: 'completed' | 'failed'): Promise<void> => {
+    if (fused) await announceOutcome(actionId, outcome, 'local');
+    else if (patched('webhook-deliveries')) await announceOutcome(actionId, outcome);
+  };
+
+  if ((await settle(() => steps.startProcessing(actionId))) === 'cancelled') {
     setStatus('cancelled');
     return { status: 'cancelled' };
   }
@@ -69,23 +80,23 @@ export async function actionWorkflow({ actionId, provider: route }: ActionWorkfl
     assetPath = await renderAsset(actionId, route, providerRetry, provider.generateAsset);
   } catch (err) {
     if (isCancellation(err)) {
-      const outcome = await settle(() => bookkeeping.cancelAction(actionId));
+      const outcome = await settle(() => steps.cancelAction(actionId));
       setStatus(outcome);
       return { status: 'cancelled' };
     }
     const error = failureMessage(err);
     await stopProviderTask(actionId, route);
-    await settle(() => bookkeeping.failAction(actionId, error));
+    await settle(() => steps.failAction(actionId, error));
     setStatus('failed');
-    await announce(actionId, 'failed');
+    await announce('failed');
     return { status: 'failed', error };
   }
 
-  if ((await settle(() => bookkeeping.completeAction(actionId, assetPath))) === 'cancelled') {
+  if ((await settle(() => steps.completeAction(actionId, assetPath))) === 'cancelled') {
     setStatus('cancelled');
     return { status: 'cancelled' };
   }
   setStatus('completed');
-  await announce(actionId, 'completed');
+  await announce('completed');
   return { status: 'completed', assetPath };
 }

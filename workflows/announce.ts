@@ -2,19 +2,23 @@
  * Announcing an outcome: one child workflow per webhook delivery, abandoned when the parent closes so that a slow
  * receiver never holds the action or job back. Shared by the v1 action and v2 job workflows.
  */
-import { CancellationScope, log, ParentClosePolicy, proxyActivities, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import {
+  CancellationScope, log, ParentClosePolicy, proxyActivities, proxyLocalActivities, startChild, WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { deliveryWorkflowId, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
 import { webhookDeliveryWorkflow } from './webhook-delivery';
 
-const { planDeliveries } = proxyActivities<Activities>({
-  ...TIMEOUTS.bookkeeping,
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+const remote = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
+const local = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 
-export async function announceOutcome(actionId: number, outcome: 'completed' | 'failed'): Promise<void> {
+/**
+ * Plans the deliveries of an outcome and starts them. `planning` says how the plan is made: as an activity (as
+ * every workflow did before the `fused-steps` patch, and announcement workflows still do) or as a local activity.
+ */
+export async function announceOutcome(actionId: number, outcome: 'completed' | 'failed', planning: 'activity' | 'local' = 'activity'): Promise<void> {
   await CancellationScope.nonCancellable(async () => {
-    const plan = await planDeliveries(actionId, outcome);
+    const plan = await (planning === 'local' ? local : remote).planDeliveries(actionId, outcome);
     for (const delivery of plan.deliveries) {
       try {
         await startChild(webhookDeliveryWorkflow, {

@@ -9,14 +9,26 @@
  *                                                               attempts spent ─▶ dead_letter/failed
  *                                                               refused ─────────▶ failed/failed
  *   any live state ─ cancel ─▶ cancelled/failed (hold released)
+ *
+ * Since the `fused-steps` patch each move is made by the step it accompanies, in that step's transaction:
+ * `startProcessing` claims the job, the render (`generateAsset`) moves it through provider_reserved,
+ * provider_running and finalizing as they happen, `completeAction` makes it succeeded/postprocessing with the
+ * charge, `failAction` ends it failed or dead_letter with the release. The bookkeeping steps run as local
+ * activities (in this worker, within the workflow task, recorded as markers), so the render is the job's only
+ * activity task; a retry's `retry_scheduled` move is a local activity too. The read model goes through the same
+ * statuses and phases in the same order; the search attributes show the state the workflow waits in. Workflows
+ * started before the patch replay step by step, as they were recorded (`stepwiseJob`).
  */
 import {
-  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, proxyActivities, sleep, TimeoutFailure,
-  upsertSearchAttributes,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, sleep,
+  TimeoutFailure, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { JobMove } from '../activities/job-lifecycle';
-import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
+import type { JobPhase, JobStatus } from '../src/domain/jobs';
+import {
+  FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
+} from '../src/temporal/contract';
 import { announceOutcome } from './announce';
 import { renderAsset, stopProviderTask } from './render';
 
@@ -24,6 +36,7 @@ const bookkeeping = proxyActivities<Activities>({
   ...TIMEOUTS.bookkeeping,
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
+const localBookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 
 /** One provider attempt per call: the workflow owns the retries. */
 const providerRetry = { maximumAttempts: 1 };
@@ -62,7 +75,71 @@ function classify(err: unknown): Failure {
   return { retryable: true, code: 'provider_error', message: 'The provider failed' };
 }
 
-export async function jobWorkflow({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
+export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
+  return patched('fused-steps') ? fusedJob(input) : stepwiseJob(input);
+}
+
+function showJob(status: JobStatus, phase: JobPhase): void {
+  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: status }, { key: SEARCH_ATTRIBUTES.jobPhase, value: phase }]);
+}
+
+/** The render found its job already ended: cancelled by the API between two of its moves. */
+function jobEnded(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure && cause.type === FAILURE_TYPES.jobEnded;
+}
+
+/** The job since the `fused-steps` patch: three steps on the happy path, the render the only activity task. */
+async function fusedJob({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
+  const steps = localBookkeeping;
+  try {
+    if ((await settle(() => steps.startProcessing(actionId, jobId))) === 'cancelled') throw new JobCancelled();
+
+    let assetPath: string | undefined;
+    for (let attempt = 1; assetPath === undefined; attempt++) {
+      showJob('running', 'provider_running');
+      try {
+        assetPath = await renderAsset(actionId, route, providerRetry, provider.generateAsset, jobId);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        if (jobEnded(err)) throw new JobCancelled();
+        const failure = classify(err);
+        if (failure.retryable && attempt < maxAttempts) {
+          const delay = backoffMs * 2 ** (attempt - 1);
+          showJob('retry_scheduled', 'provider_reserved');
+          const moved = await settle(() => steps.moveJob(jobId, {
+            status: 'retry_scheduled', phase: 'provider_reserved', nextAttemptInMs: delay, retryable: true, errorCode: failure.code, errorMessage: failure.message,
+          }));
+          if (moved === 'cancelled') throw new JobCancelled();
+          await sleep(delay);
+          continue;
+        }
+        const status = failure.retryable ? 'dead_letter' : 'failed';
+        await stopProviderTask(actionId, route);
+        await settle(() => steps.failAction(actionId, failure.message, { jobId, status, errorCode: failure.code, retryable: failure.retryable }));
+        showJob(status, 'failed');
+        await announceOutcome(actionId, 'failed', 'local');
+        return { status, error: failure.message };
+      }
+    }
+
+    if ((await settle(() => steps.completeAction(actionId, assetPath!, jobId))) === 'cancelled') throw new JobCancelled();
+    showJob('succeeded', 'postprocessing');
+    await announceOutcome(actionId, 'completed', 'local');
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobPhase, value: 'completed' }]);
+    await settle(() => steps.finishJobPostprocessing(jobId));
+    return { status: 'succeeded', assetPath: assetPath! };
+  } catch (err) {
+    if (!(err instanceof JobCancelled) && !isCancellation(err)) throw err;
+    await stopProviderTask(actionId, route);
+    await settle(() => steps.cancelJob(jobId, actionId));
+    showJob('cancelled', 'failed');
+    return { status: 'cancelled' };
+  }
+}
+
+/** The job as workflows started before the `fused-steps` patch run it: each move an activity of its own. */
+async function stepwiseJob({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
   const move = async (step: JobMove): Promise<void> => {
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: step.status }, { key: SEARCH_ATTRIBUTES.jobPhase, value: step.phase }]);
     if ((await settle(() => bookkeeping.moveJob(jobId, step))) === 'cancelled') throw new JobCancelled();

@@ -12,12 +12,14 @@ import {
 import type { Activities } from '../activities';
 import { FAILURE_TYPES, ProviderRoute, TIMEOUTS } from '../src/temporal/contract';
 
+/** `jobId`: the render of a v2 job's attempt, which moves the job through the attempt's phases itself. */
 export async function renderAsset(
-  actionId: number, route: ProviderRoute | undefined, retry: RetryPolicy, unrouted: Activities['generateAsset'],
+  actionId: number, route: ProviderRoute | undefined, retry: RetryPolicy, unrouted: Activities['generateAsset'], jobId?: string,
 ): Promise<string> {
-  if (!route || !patched('provider-routing')) return unrouted(actionId);
+  const render = (generateAsset: Activities['generateAsset']) => (jobId === undefined ? generateAsset(actionId) : generateAsset(actionId, jobId));
+  if (!route || !patched('provider-routing')) return render(unrouted);
   const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, ...TIMEOUTS.providerQueue, taskQueue: route.taskQueue, retry });
-  if (route.pollSeconds === undefined) return provider.generateAsset(actionId);
+  if (route.pollSeconds === undefined) return render(provider.generateAsset);
   const deadline = Date.now() + TIMEOUTS.videoRenderMs;
   try {
     for (;;) {

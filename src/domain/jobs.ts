@@ -1,4 +1,7 @@
-/** v2 job vocabulary: statuses, phases, and the polling hints derived from them. */
+/** v2 job vocabulary: statuses, phases, the polling hints derived from them, and the one conditional move of a job. */
+import type { EntityManager } from 'typeorm';
+import { sqlRow } from '../db/sql';
+
 export const JOB_STATUSES = ['queued', 'claimed', 'running', 'retry_scheduled', 'succeeded', 'failed', 'dead_letter', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'dead_letter', 'cancelled'];
@@ -30,4 +33,36 @@ export function checkAgainInSec(
     default:
       return 1;
   }
+}
+
+/** One move of a job's read model (its workflow's step), with what the job record says about the attempt. */
+export interface JobMove {
+  status: JobStatus;
+  phase: JobPhase;
+  /** Count this move as the start of a provider attempt. */
+  attempt?: boolean;
+  nextAttemptInMs?: number;
+  retryable?: boolean;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+}
+
+/**
+ * Moves a live job (in the caller's transaction, or alone); answers false when the job is already terminal
+ * (cancelled by the API, or ended by an earlier run of the same step), which is then left as it is.
+ */
+export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMove): Promise<boolean> {
+  const moved = await sqlRow(m,
+    `UPDATE jobs SET status = $2, phase = $3,
+            attempts = attempts + CASE WHEN $4 THEN 1 ELSE 0 END,
+            next_attempt_at = CASE WHEN $5::int IS NULL THEN NULL ELSE now() + make_interval(secs => $5::int / 1000.0) END,
+            retryable = COALESCE($6, retryable), error_code = $7, error_message = $8,
+            started_at = COALESCE(started_at, CASE WHEN $2 IN ('claimed', 'running') THEN now() END),
+            completed_at = CASE WHEN $2 IN ('succeeded', 'failed', 'dead_letter', 'cancelled') THEN now() ELSE completed_at END,
+            updated_at = now()
+      WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
+      RETURNING id`,
+    [jobId, move.status, move.phase, move.attempt ?? false, move.nextAttemptInMs ?? null, move.retryable ?? null,
+      move.errorCode ?? null, move.errorMessage ?? null]);
+  return Boolean(moved);
 }

@@ -66,6 +66,8 @@ export const PROVIDER_HEARTBEAT_TIMEOUT_SECONDS = 10;
 export const TIMEOUTS = {
   /** Short database transactions: read-model moves, holds, charges. */
   bookkeeping: { startToCloseTimeout: '30 seconds' },
+  /** Bookkeeping retries until the database answers again (every 30 s at most: a local activity retries in its worker). */
+  bookkeepingRetry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
   /** A provider call: long, heartbeating so that a dead worker is noticed in seconds, not minutes. */
   provider: { startToCloseTimeout: '10 minutes', heartbeatTimeout: `${PROVIDER_HEARTBEAT_TIMEOUT_SECONDS} seconds` },
   /**
@@ -86,6 +88,8 @@ export const FAILURE_TYPES = {
   invalidInput: 'InvalidInput',
   webhookRefused: 'WebhookRefused',
   webhookUnreachable: 'WebhookUnreachable',
+  /** A v2 job's render found its job already ended (cancelled meanwhile): the attempt stops, nothing is stored. */
+  jobEnded: 'JobEnded',
 } as const;
 export const NON_RETRYABLE_FAILURE_TYPES = [FAILURE_TYPES.providerRefused, FAILURE_TYPES.invalidInput];
 /**

@@ -129,4 +129,68 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     assert.equal((await readBalance(db.manager, accountId)).balance, 10);
     await assertMoneyConsistent(db, accountId);
   });
+  describe('with a v2 job (the fused-steps moves)', () => {
+    async function placeJob(accountId: number, options: Parameters<typeof placeAction>[2] = {}): Promise<{ actionId: number; jobId: string }> {
+      const actionId = await placeAction(db, accountId, { hold: 5, ...options });
+      const [job] = await db.query(
+        `INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES (gen_random_uuid(), $1, $2, 'generation.execute', 'queued', 'queued') RETURNING id`,
+        [accountId, actionId]);
+      return { actionId, jobId: job.id };
+    }
+    const jobRow = async (jobId: string) => (await db.query('SELECT status, phase, attempts, retryable, error_code, error_message, started_at, completed_at FROM jobs WHERE id = $1', [jobId]))[0];
+
+    it('startProcessing claims the job with the action, and stops for a job that already ended', async () => {
+      const { accountId } = await newAccount(db, 20);
+      const { actionId, jobId } = await placeJob(accountId);
+      assert.equal(await run('startProcessing', actionId, jobId), 'started');
+      assert.equal(await run('startProcessing', actionId, jobId), 'started', 'a retried start is harmless');
+      const job = await jobRow(jobId);
+      assert.deepEqual([job.status, job.phase, job.attempts], ['claimed', 'routing', 0]);
+      assert.ok(job.started_at);
+
+      const ended = await placeJob(accountId);
+      await db.query(`UPDATE jobs SET status = 'cancelled', phase = 'failed' WHERE id = $1`, [ended.jobId]);
+      assert.equal(await run('startProcessing', ended.actionId, ended.jobId), 'cancelled');
+    });
+
+    it('generateAsset counts the attempt and leaves the job finalizing; a job that ended meanwhile stops it with JobEnded', async () => {
+      const { accountId } = await newAccount(db, 20);
+      const { actionId, jobId } = await placeJob(accountId, { inputs: [await storedInput()] });
+      await run('startProcessing', actionId, jobId);
+      assert.match(await run('generateAsset', actionId, jobId), new RegExp(`^results/${actionId}/`));
+      assert.deepEqual(Object.values(await jobRow(jobId)).slice(0, 3), ['running', 'finalizing', 1]);
+
+      const ended = await placeJob(accountId, { inputs: [await storedInput()] });
+      await db.query(`UPDATE jobs SET status = 'cancelled', phase = 'failed' WHERE id = $1`, [ended.jobId]);
+      await assert.rejects(run('generateAsset', ended.actionId, ended.jobId), (err: unknown) =>
+        err instanceof ApplicationFailure && err.type === FAILURE_TYPES.jobEnded && err.nonRetryable === true);
+      assert.deepEqual(Object.values(await jobRow(ended.jobId)).slice(0, 3), ['cancelled', 'failed', 0]);
+    });
+
+    it('completeAction charges and makes the job succeeded/postprocessing in one step, once', async () => {
+      const { accountId } = await newAccount(db, 20);
+      const { actionId, jobId } = await placeJob(accountId);
+      await run('startProcessing', actionId, jobId);
+      assert.equal(await run('completeAction', actionId, 'results/z.jpg', jobId), 'completed');
+      assert.equal(await run('completeAction', actionId, 'results/z.jpg', jobId), 'completed');
+      const job = await jobRow(jobId);
+      assert.deepEqual([job.status, job.phase, job.retryable], ['succeeded', 'postprocessing', false]);
+      assert.ok(job.completed_at);
+      assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+      await assertMoneyConsistent(db, accountId);
+    });
+
+    it('failAction releases and ends the job dead_letter (or failed) with the message, once', async () => {
+      const { accountId } = await newAccount(db, 20);
+      const { actionId, jobId } = await placeJob(accountId);
+      await run('startProcessing', actionId, jobId);
+      const failure = { jobId, status: 'dead_letter', errorCode: 'unavailable', retryable: true } as const;
+      await run('failAction', actionId, 'upstream 503', failure);
+      await run('failAction', actionId, 'upstream 503', failure);
+      const job = await jobRow(jobId);
+      assert.deepEqual([job.status, job.phase, job.retryable, job.error_code, job.error_message], ['dead_letter', 'failed', true, 'unavailable', 'upstream 503']);
+      assert.deepEqual(await readBalance(db.manager, accountId), { balance: 20, holds: 0, available: 20 });
+      await assertMoneyConsistent(db, accountId);
+    });
+  });
 });

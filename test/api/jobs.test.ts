@@ -62,6 +62,29 @@ describe('v2 jobs over HTTP', function () {
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.accountId), accountId);
     });
 
+    it('moves the read model through every status and phase in order, with the render its only activity task', async () => {
+      // Every move of the job as Postgres sees it, however briefly a poll could have seen it.
+      await stack.db.query(`CREATE TABLE IF NOT EXISTS test_job_moves (job_id uuid, status text, phase text, attempts int, at timestamptz DEFAULT clock_timestamp())`);
+      await stack.db.query(`CREATE OR REPLACE FUNCTION test_record_job_move() RETURNS trigger AS $$
+        BEGIN INSERT INTO test_job_moves (job_id, status, phase, attempts) VALUES (NEW.id, NEW.status, NEW.phase, NEW.attempts); RETURN NEW; END $$ LANGUAGE plpgsql`);
+      await stack.db.query(`CREATE OR REPLACE TRIGGER test_job_moves AFTER INSERT OR UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION test_record_job_move()`);
+      try {
+        const { apiKey } = await newAccount(stack.db, 20);
+        const job = (await apiClient(stack.baseUrl, apiKey)('POST', `${V2}/jobs/generate`, photo())).body;
+        assert.equal((await finish(job.job_id)).status, 'succeeded');
+        const moves = await stack.db.query('SELECT status, phase, attempts FROM test_job_moves WHERE job_id = $1 ORDER BY at', [job.job_id]);
+        assert.deepEqual(moves.map((m: { status: string; phase: string; attempts: number }) => `${m.status}/${m.phase}/${m.attempts}`), [
+          'queued/queued/0', 'claimed/routing/0', 'running/provider_reserved/1', 'running/provider_running/1', 'running/finalizing/1',
+          'succeeded/postprocessing/1', 'succeeded/completed/1',
+        ]);
+        const history = await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).fetchHistory();
+        const tasks = history.events!.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
+        assert.deepEqual(tasks, ['generateAsset']);
+      } finally {
+        await stack.db.query('DROP TRIGGER IF EXISTS test_job_moves ON jobs');
+      }
+    });
+
     it('runs an edit job on a completed action (type edit.execute)', async () => {
       const { accountId, apiKey } = await newAccount(stack.db, 20);
       const call = apiClient(stack.baseUrl, apiKey);

@@ -11,7 +11,9 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
-import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, providerTaskQueue } from '../../src/temporal/contract';
+import {
+  actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, ProviderRoute, providerTaskQueue,
+} from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
 import { randomUUID } from 'node:crypto';
@@ -31,6 +33,15 @@ async function save(handle: { fetchHistory(): ReturnType<WorkflowHandle['fetchHi
   process.stdout.write(`recorded ${path.relative(process.cwd(), file)}\n`);
 }
 
+/**
+ * The provider route the API gives every action since v3 (the provider's own task queue; a video on timers).
+ * Recordings before v4 started these scenarios without one (as workflows started before routing).
+ */
+function routeFor(stack: Stack, product: Product): ProviderRoute {
+  if (product === 'video') return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.video.name), pollSeconds: 1 };
+  return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.image.name) };
+}
+
 async function record(
   stack: Stack, name: string, product: Product, params: Record<string, unknown>,
   during?: (actionId: number) => Promise<void>, webhookUrl?: string,
@@ -38,7 +49,9 @@ async function record(
   const { accountId } = await newAccount(stack.db, 50);
   const actionId = await placeAction(stack.db, accountId, { product, params, hold: 5 });
   if (webhookUrl) await stack.db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [actionId, webhookUrl]);
-  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' || product === 'card' ? 'generate' : product, product });
+  await startActionWorkflow(stack.temporal, stack.taskQueue, {
+    id: actionId, accountId, type: product === 'photo' || product === 'card' ? 'generate' : product, product, provider: routeFor(stack, product),
+  });
   const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
   if (during) await during(actionId);
   await handle.result();
@@ -104,19 +117,74 @@ async function recordFunnel(): Promise<void> {
   await stack.stop();
 }
 
+/**
+ * A v2 job through the stack's worker: its action and job rows as the API writes them, then its workflow
+ * (`during` acts on it while it runs).
+ */
+async function recordJob(
+  stack: Stack, name: string, input: string, options: { webhookUrl?: string; during?: (jobId: string) => Promise<void> } = {},
+): Promise<void> {
+  const { accountId } = await newAccount(stack.db, 50);
+  const actionId = await placeAction(stack.db, accountId, { params: { inputs: [input], resolution: '1K' }, hold: 5 });
+  if (options.webhookUrl) await stack.db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [actionId, options.webhookUrl]);
+  const jobId = randomUUID();
+  await stack.db.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, 'generation.execute', 'queued', 'queued')`, [jobId, accountId, actionId]);
+  await startJobWorkflow(stack.temporal, { taskQueue: stack.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, {
+    jobId, type: 'generation.execute', actionId, accountId, provider: routeFor(stack, 'photo'),
+  });
+  const handle = stack.temporal.workflow.getHandle(jobWorkflowId(jobId));
+  if (options.during) await options.during(jobId);
+  await handle.result();
+  await save(handle, `job-workflow.${name}`);
+}
+
+/**
+ * v4 (the `fused-steps` patch): the endings of a routed job that earlier versions did not record: spent
+ * attempts (dead_letter), a refusal, a cancel while the provider renders, and a success announced to a webhook.
+ */
+async function recordJobEndings(input: string): Promise<void> {
+  const unavailable = () => new ProviderError('upstream 503', 'unavailable', true);
+  const spent = await startStack({ provider: new ScriptedProvider([unavailable(), unavailable(), unavailable()]), jobRetryBackoffMs: 200 });
+  await recordJob(spent, 'dead-lettered', input);
+  await spent.stop();
+
+  const refusing = await startStack({ provider: new ScriptedProvider([new ProviderError('content policy', 'content_policy', false)]) });
+  await recordJob(refusing, 'refused', input);
+  await refusing.stop();
+
+  const receiver = await startHttpsServer((_req, res) => void res.writeHead(204).end());
+  const notifying = await startStack();
+  await recordJob(notifying, 'succeeded-with-webhook', input, { webhookUrl: `${receiver.url}/hook` });
+  await notifying.stop();
+  await receiver.close();
+
+  const slow = await startStack({ provider: new LocalRenderer({ delayMs: 30_000 }) });
+  await recordJob(slow, 'cancelled-while-rendering', input, {
+    during: async (jobId) => {
+      const handle = slow.temporal.workflow.getHandle(jobWorkflowId(jobId));
+      await eventually(async () => (await slow.db.query('SELECT phase FROM jobs WHERE id = $1', [jobId]))[0].phase, (phase) => phase === 'provider_running');
+      await handle.cancel();
+    },
+  });
+  await slow.stop();
+}
+
 async function main(): Promise<void> {
   setLogLevel('error');
   await setUpEnvironment();
   try {
     const stack = await startStack();
     // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues),
-    // `funnel` (v3: funnel sessions).
-    if (process.env.HISTORY_ONLY) {
+    // `funnel` (v3: funnel sessions), `fused` (v4: the action and job workflows after the `fused-steps` patch,
+    // i.e. every scenario except the announcement and funnel ones, whose workflows did not change, plus the
+    // job endings).
+    const only = process.env.HISTORY_ONLY;
+    if (only && only !== 'fused') {
       const input = `inputs/record-${Date.now()}.jpg`;
       await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
-      if (process.env.HISTORY_ONLY === 'announcement') await recordAnnouncement(stack);
-      if (process.env.HISTORY_ONLY === 'routing') await recordRouted(stack, input);
-      if (process.env.HISTORY_ONLY === 'funnel') await recordFunnel();
+      if (only === 'announcement') await recordAnnouncement(stack);
+      if (only === 'routing') await recordRouted(stack, input);
+      if (only === 'funnel') await recordFunnel();
       await stack.stop();
       return;
     }
@@ -125,9 +193,10 @@ async function main(): Promise<void> {
     const garbage = `inputs/record-garbage-${Date.now()}.jpg`;
     await stack.store.put(garbage, Buffer.from('not an image'));
     const photo = { inputs: [input], resolution: '1K' };
-    await recordAnnouncement(stack);
-    await recordRouted(stack, input);
-    await recordFunnel();
+    if (!only) await recordAnnouncement(stack);
+    if (!only) await recordRouted(stack, input); // the same scenarios as below since v4, where every start is routed
+    if (!only) await recordFunnel();
+    await recordJobEndings(input);
 
     const photoId = await record(stack, 'photo-completed', 'photo', photo);
     await record(stack, 'photo-refused', 'photo', { inputs: [garbage] });
@@ -160,7 +229,9 @@ async function main(): Promise<void> {
       const actionId = await placeAction(jobs.db, accountId, { params: photo, hold: 5 });
       const jobId = randomUUID();
       await jobs.db.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, 'generation.execute', 'queued', 'queued')`, [jobId, accountId, actionId]);
-      await startJobWorkflow(jobs.temporal, { taskQueue: jobs.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, { jobId, type: 'generation.execute', actionId, accountId });
+      await startJobWorkflow(jobs.temporal, { taskQueue: jobs.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, {
+        jobId, type: 'generation.execute', actionId, accountId, provider: routeFor(jobs, 'photo'),
+      });
       const handle = jobs.temporal.workflow.getHandle(jobWorkflowId(jobId));
       await handle.result();
       await save(handle, `job-workflow.${name}`);
