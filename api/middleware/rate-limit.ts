@@ -17,9 +17,10 @@ export interface CountedRequest {
 }
 
 /**
- * Per-key fixed-window limit, counted in Postgres so that it holds across any number of API processes: one upsert
- * per request on an UNLOGGED table, made by `authenticate` in the same statement that finds the key. This answers
- * it: every authenticated response carries the X-RateLimit-* headers, and a request past the limit is 429.
+ * Per-key fixed-window limit, counted in Postgres so that it holds across any number of API processes: an upsert on
+ * an UNLOGGED table, made by `authenticate` in the statement that finds the key (one per request, or one per batch
+ * of a busy key's requests, see CountedKeyLookup). This answers it: every authenticated response carries the
+ * X-RateLimit-* headers, and a request past the limit is 429.
  */
 export function rateLimit({ db, config }: ApiServices): Middleware {
   const limit = config.rateLimitPerMinute;
