@@ -1,22 +1,30 @@
 import type { Middleware } from 'koa';
 import { hashApiKey } from '../../src/domain/accounts';
-import { sqlRow } from '../../src/db/sql';
 import { AppError } from '../errors';
 import type { ApiServices, Caller } from '../services';
+import { CountedKeyLookup } from './counted-key-lookup';
+import type { CountedRequest } from './rate-limit';
 
-/** `Authorization: Bearer ak_...` on every v1 and v2 endpoint; the caller lands on `ctx.state.caller`. */
+/**
+ * `Authorization: Bearer ak_...` on every v1 and v2 endpoint; the caller lands on `ctx.state.caller`, the request's
+ * number in its key's rate-limit window on `ctx.state.counted` (the `rateLimit` middleware that follows answers it).
+ * Nothing is cached between requests: the key and the count come from Postgres in one statement (see
+ * CountedKeyLookup), so a key revoked by the operator is refused by every API process from its next request on.
+ */
 export function authenticate({ db }: ApiServices): Middleware {
+  const keys = new CountedKeyLookup(db);
   return async (ctx, next) => {
     const header = ctx.get('Authorization');
     if (!header) throw new AppError(401, 'missing_authorization', 'The Authorization header is required: "Bearer <API key>"');
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new AppError(401, 'invalid_api_key', 'The Authorization header must be "Bearer <API key>"');
-    const key = await sqlRow(db.manager,
-      `SELECT id, account_id, name, default_grouping FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-      [hashApiKey(match[1])]);
-    if (!key) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
+    const found = await keys.lookup(hashApiKey(match[1]));
+    if (!found) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
+    const { key, window, used, nowSeconds } = found;
     const caller: Caller = { accountId: key.account_id, keyId: key.id, keyName: key.name, defaultGrouping: key.default_grouping };
+    const counted: CountedRequest = { window, used, nowSeconds };
     ctx.state.caller = caller;
+    ctx.state.counted = counted;
     await next();
   };
 }

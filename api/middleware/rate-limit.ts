@@ -1,27 +1,35 @@
 import type { Middleware } from 'koa';
-import { sqlRow } from '../../src/db/sql';
 import { AppError } from '../errors';
 import type { ApiServices, Caller } from '../services';
 
 const WINDOW_SECONDS = 60;
 
+/** The fixed window a moment (epoch seconds) falls in. */
+export function rateWindowAt(nowSeconds: number): number {
+  return Math.floor(nowSeconds / WINDOW_SECONDS);
+}
+
+/** A request counted in its key's window: `used` is its number there, this request included. */
+export interface CountedRequest {
+  window: number;
+  used: number;
+  nowSeconds: number;
+}
+
 /**
- * Per-key fixed-window limit, counted in Postgres so that it holds across any number of API processes: one
- * upsert per request on an UNLOGGED table. Every authenticated response carries the X-RateLimit-* headers.
+ * Per-key fixed-window limit, counted in Postgres so that it holds across any number of API processes: an upsert on
+ * an UNLOGGED table, made by `authenticate` in the statement that finds the key (one per request, or one per batch
+ * of a busy key's requests, see CountedKeyLookup). This answers it: every authenticated response carries the
+ * X-RateLimit-* headers, and a request past the limit is 429.
  */
 export function rateLimit({ db, config }: ApiServices): Middleware {
   const limit = config.rateLimitPerMinute;
+  const limitHeader = String(limit);
   return async (ctx, next) => {
     const caller = ctx.state.caller as Caller;
-    const nowSeconds = Date.now() / 1000;
-    const window = Math.floor(nowSeconds / WINDOW_SECONDS);
+    const { window, used, nowSeconds } = ctx.state.counted as CountedRequest;
     const resetAt = (window + 1) * WINDOW_SECONDS;
-    const row = await sqlRow<{ count: number }>(db.manager,
-      `INSERT INTO rate_limit_windows AS w (key_id, window_start, count) VALUES ($1, $2, 1)
-       ON CONFLICT (key_id, window_start) DO UPDATE SET count = w.count + 1
-       RETURNING count`, [caller.keyId, window]);
-    const used = row!.count;
-    ctx.set('X-RateLimit-Limit', String(limit));
+    ctx.set('X-RateLimit-Limit', limitHeader);
     ctx.set('X-RateLimit-Remaining', String(Math.max(0, limit - used)));
     ctx.set('X-RateLimit-Reset', String(resetAt));
     if (used === 1) {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { sqlRow } from '../../src/db/sql';
+import { prepared, preparedRow } from '../../src/db/prepared';
 import type { EditParams } from '../../src/domain/action-params';
 import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/domain/jobs';
 import { readPriceList } from '../../src/domain/pricing';
@@ -69,6 +69,13 @@ const notReadySchema = {
   properties: { job_id: { type: 'string' }, status: { type: 'string' }, message: { type: 'string' }, error_code: { type: ['string', 'null'] } },
 };
 
+/** A job and what its answers need of its action, by the two primary keys; only the columns of JobRow. */
+const JOB_WITH_ACTION = prepared('job_with_action', `
+  SELECT j.id, j.account_id, j.action_id, j.type, j.status, j.phase, j.retryable, j.error_code, j.error_message,
+         j.next_attempt_at, j.created_at, j.started_at, j.completed_at, j.updated_at,
+         a.asset_path, a.card_id, a.project_id, a.product
+    FROM jobs j JOIN actions a ON a.id = j.action_id WHERE j.id = $1`);
+
 interface JobRow {
   id: string; account_id: number; action_id: number; type: JobType; status: JobStatus; phase: string; retryable: boolean;
   error_code: string | null; error_message: string | null; next_attempt_at: Date | null; created_at: Date; started_at: Date | null;
@@ -89,8 +96,7 @@ export function jobRoutes(services: ApiServices): Route[] {
   /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
   async function ownJob(ctx: Context, jobId: string): Promise<JobRow> {
     if (!UUID.test(jobId)) throw notFound('Job');
-    const row = await sqlRow<JobRow>(db.manager,
-      `SELECT j.*, a.asset_path, a.card_id, a.project_id, a.product FROM jobs j JOIN actions a ON a.id = j.action_id WHERE j.id = $1`, [jobId]);
+    const row = await preparedRow<JobRow>(db, JOB_WITH_ACTION, [jobId]);
     if (!row || row.account_id !== (ctx.state.caller as Caller).accountId) throw notFound('Job');
     return row;
   }

@@ -1,0 +1,88 @@
+import type { DataSource } from 'typeorm';
+import type { DefaultGrouping } from '../../src/db/entities/api-key';
+import { prepared, preparedRows } from '../../src/db/prepared';
+import { rateWindowAt } from './rate-limit';
+
+/**
+ * Keys and their requests' places in their rate-limit windows, in one statement for any number of keys: each key is
+ * found by the SHA-256 of its secret among the keys not revoked, and only a key found there counts its requests
+ * ($3: how many, per key). Rows are upserted in key id order, so two processes' statements lock them in the same order.
+ */
+const KEYS_AND_COUNTS = prepared('api_keys_and_rate_counts', `
+  WITH sent AS (
+    SELECT key_hash, n FROM unnest($1::text[], $3::int[]) AS s(key_hash, n)
+  ), api_key AS (
+    SELECT k.id, k.account_id, k.name, k.default_grouping, k.key_hash, sent.n
+      FROM sent JOIN api_keys k ON k.key_hash = sent.key_hash AND k.revoked_at IS NULL
+  ), counted AS (
+    INSERT INTO rate_limit_windows AS w (key_id, window_start, count)
+    SELECT id, $2, n FROM api_key ORDER BY id
+    ON CONFLICT (key_id, window_start) DO UPDATE SET count = w.count + EXCLUDED.count
+    RETURNING key_id, count
+  )
+  SELECT api_key.key_hash, api_key.id, api_key.account_id, api_key.name, api_key.default_grouping, counted.count
+    FROM api_key JOIN counted ON counted.key_id = api_key.id`);
+
+/** Statements of this kind one process runs at once; requests arriving meanwhile wait for the next one. */
+const MAX_STATEMENTS_IN_FLIGHT = 2;
+
+export interface KeyRow { id: number; account_id: number; name: string; default_grouping: DefaultGrouping }
+
+/** A request of a valid key, counted: `used` is its number in the key's window, itself included. */
+export interface CountedKey { key: KeyRow; window: number; used: number; nowSeconds: number }
+
+interface Waiter { resolve(counted: CountedKey | undefined): void; reject(err: unknown): void }
+
+/**
+ * Finds API keys and counts their requests, at most MAX_STATEMENTS_IN_FLIGHT statements at a time in this process.
+ * Requests that arrive while those run wait for the next statement, which finds all their keys and counts each
+ * key's requests at once (`count + n`), numbering them in arrival order from the total it returns. Under load a
+ * statement (and its one write transaction) serves many requests, and nothing is lost:
+ * - the limit stays exact across processes: each statement adds its n atomically and takes the n numbers below the
+ *   total it returns, so the numbers handed out by all processes are distinct and every request gets one;
+ * - a request never rides on a statement that started before it arrived, so a key revoked (committed) before a
+ *   request arrives is refused to that request, in every process, without a cache or a message to wait for.
+ * Keys are held only as hashes, and only until their statement answers.
+ */
+export class CountedKeyLookup {
+  /** The requests waiting for the next statement, by key hash, in arrival order. */
+  private waiting = new Map<string, Waiter[]>();
+  private running = 0;
+
+  constructor(private readonly db: DataSource) {}
+
+  lookup(keyHash: string): Promise<CountedKey | undefined> {
+    return new Promise((resolve, reject) => {
+      const queue = this.waiting.get(keyHash);
+      if (queue) queue.push({ resolve, reject });
+      else this.waiting.set(keyHash, [{ resolve, reject }]);
+      this.startNext();
+    });
+  }
+
+  private startNext(): void {
+    if (this.running >= MAX_STATEMENTS_IN_FLIGHT || this.waiting.size === 0) return;
+    const batch = this.waiting;
+    this.waiting = new Map();
+    this.running++;
+    const nowSeconds = Date.now() / 1000;
+    const window = rateWindowAt(nowSeconds);
+    const hashes = [...batch.keys()];
+    preparedRows<KeyRow & { key_hash: string; count: number }>(this.db, KEYS_AND_COUNTS, [hashes, window, hashes.map((h) => batch.get(h)!.length)])
+      .then((rows) => {
+        for (const { key_hash: keyHash, count, ...key } of rows) {
+          const waiters = batch.get(keyHash)!;
+          const first = count - waiters.length + 1;
+          waiters.forEach((waiter, i) => waiter.resolve({ key, window, used: first + i, nowSeconds }));
+          batch.delete(keyHash);
+        }
+        for (const waiters of batch.values()) for (const waiter of waiters) waiter.resolve(undefined); // unknown or revoked
+      }, (err: unknown) => {
+        for (const waiters of batch.values()) for (const waiter of waiters) waiter.reject(err);
+      })
+      .finally(() => {
+        this.running--;
+        this.startNext();
+      });
+  }
+}
