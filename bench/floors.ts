@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../src/temporal/dev-server';
-import { closedLoop, httpLoad, inBatches } from './load';
+import { closedLoop, httpLoad, inBatches, warmUp } from './load';
 import { Figures, recordLoad, recordValue } from './measured';
 import { startBenchChild } from './processes';
 import { sleep } from './stats';
@@ -30,7 +30,7 @@ export async function measureHttpFloors(ctx: FloorContext, figures: Figures): Pr
   try {
     const { connections, durationSec, repeats } = ctx.settings;
     const headers = { Authorization: `Bearer ${ctx.apiKey}` };
-    await httpLoad({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec: 1, headers }); // warm-up
+    await warmUp({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec: 1, headers });
     for (let r = 0; r < repeats; r++) {
       recordLoad(figures, 'floor.const', await httpLoad({ url: `http://127.0.0.1:${port}/const`, connections, durationSec }));
       recordLoad(figures, 'floor.select', await httpLoad({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec, headers }));

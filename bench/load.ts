@@ -35,7 +35,11 @@ export async function httpLoad(options: {
   };
 }
 
-/** `concurrency` loops calling `call` back to back for `durationMs`. */
+/**
+ * `concurrency` loops calling `call` back to back for `durationMs`. Like autocannon, only the calls that complete
+ * within the window count (over the window's length), so both kinds of figure carry the same end-of-window cut;
+ * the calls still in flight are awaited, not counted.
+ */
 export async function closedLoop(concurrency: number, durationMs: number, call: (i: number) => Promise<unknown>): Promise<LoadResult & { firstError?: string }> {
   const latencies: number[] = [];
   let failed = 0;
@@ -48,18 +52,22 @@ export async function closedLoop(concurrency: number, durationMs: number, call: 
       const t = performance.now();
       try {
         await call(counter++);
-        latencies.push(performance.now() - t);
+        if (Date.now() <= deadline) latencies.push(performance.now() - t);
       } catch (err) {
         failed++;
         firstError ??= String(err);
       }
     }
   }));
-  const elapsed = (Date.now() - start) / 1000;
   return {
-    perSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99),
+    perSecond: latencies.length / (durationMs / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99),
     max: latencies.length ? Math.max(...latencies) : NaN, ok: latencies.length, failed, firstError,
   };
+}
+
+/** A short load before measuring (connections opened, code warm); its figures are dropped and it may answer nothing. */
+export async function warmUp(options: Parameters<typeof httpLoad>[0]): Promise<void> {
+  await httpLoad(options).catch(() => undefined);
 }
 
 /** Runs `calls` with at most `concurrency` at once; resolves with their results in order. */

@@ -11,7 +11,7 @@ export async function productPhoto(width = 1200, height = 1600): Promise<Buffer>
   return sharp({ create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } }).jpeg().toBuffer();
 }
 
-export async function measureProviderCost(repeats: number, figures: Figures): Promise<void> {
+export async function measureProviderCost(repeats: number, figures: Figures, warm = true): Promise<void> {
   const renderer = new LocalRenderer({ delayMs: 0 });
   const image = await productPhoto();
   const common = { images: [image], productName: 'Bench cup', categoryId: 'home', conceptId: 'home_in_use', locale: 'en' as const, aspectRatio: '3:4' };
@@ -21,7 +21,7 @@ export async function measureProviderCost(repeats: number, figures: Figures): Pr
     ['provider.edit', () => renderer.renderEdit({ source: image, instruction: 'make it warmer' })],
     ['provider.video', () => renderer.startVideo({ image, scenario: 'push in', durationSec: 5, loopMode: false, cardMode: false, aspectRatio: '3:4' })],
   ];
-  for (const [, render] of renders) await render(); // warm-up: sharp and ffmpeg loaded, caches filled
+  if (warm) for (const [, render] of renders) await render(); // warm-up: sharp and ffmpeg loaded, caches filled
   for (let r = 0; r < repeats; r++) {
     for (const [key, render] of renders) {
       const t = performance.now();

@@ -11,7 +11,7 @@ import { ServiceMode, startServiceProcess } from '../src/cluster/service-process
 import { createAccount } from '../src/domain/accounts';
 import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../src/temporal/dev-server';
-import { httpLoad, inBatches } from './load';
+import { httpLoad, inBatches, warmUp } from './load';
 import { Figures, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
 import { sleep } from './stats';
@@ -151,7 +151,7 @@ async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningServ
   const polls: [string, string][] = [
     ['svc.status', `${V1}/status/${seeded.action_id}`], ['svc.job', `/api/v2/jobs/${job.job_id}`], ['svc.balance', `${V1}/balance`],
   ];
-  await httpLoad({ url: `${api.url}${polls[0][1]}`, connections: s.connections, durationSec: 1, headers }); // warm-up
+  await warmUp({ url: `${api.url}${polls[0][1]}`, connections: s.connections, durationSec: 1, headers });
   for (let r = 0; r < s.repeats; r++) {
     for (const [key, route] of polls) recordLoad(figures, key, await httpLoad({ url: `${api.url}${route}`, connections: s.connections, durationSec: s.durationSec, headers }));
   }
@@ -228,7 +228,7 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all', fi
       url: `${service.url}${V1}/generate/photo`, connections: s.connections, method: 'POST', body: ctx.photoBody,
       headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
     };
-    await httpLoad({ ...options, durationSec: 1 }); // warm-up
+    await warmUp({ ...options, durationSec: 1 });
     for (let r = 0; r < s.repeats; r++) recordLoad(figures, `svc.post_${mode}`, await httpLoad({ ...options, durationSec: s.durationSec }));
   } finally {
     await service.stop();
