@@ -13,6 +13,8 @@ export interface LoadResult {
   max: number;
   ok: number;
   failed: number;
+  /** What to know about this result (e.g. nothing answered within the window). */
+  note?: string;
 }
 
 export async function httpLoad(options: {
@@ -23,7 +25,11 @@ export async function httpLoad(options: {
     headers: options.headers, body: options.body, timeout: 30,
   });
   if (result['2xx'] === 0) {
-    throw new Error(`${options.method ?? 'GET'} ${options.url}: no 2xx answer in ${options.durationSec} s (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`);
+    // Nothing answered within the window: that is the figure (0 per second), with no latency to report.
+    return {
+      perSecond: 0, p50: NaN, p99: NaN, max: NaN, ok: 0, failed: result.non2xx + result.errors + result.timeouts,
+      note: `no 2xx answer within the ${options.durationSec} s window (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts; requests still in flight at the end are not counted)`,
+    };
   }
   return {
     perSecond: result['2xx'] / result.duration,

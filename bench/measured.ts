@@ -22,6 +22,7 @@ export function recordLoad(figures: Figures, key: string, result: LoadResult): v
   m.p99.push(result.p99);
   m.max.push(result.max);
   m.failed += result.failed;
+  if (result.note) m.note = m.note ? `${m.note}; ${result.note}` : result.note;
 }
 
 export function recordValue(figures: Figures, key: string, value: number, failed = 0): void {
