@@ -27,6 +27,8 @@ export interface Config {
   maxBodyBytesInFlight: number;
   /** Time the local renderer takes per image, so that processing, cancel and restart can be observed. */
   localRendererDelayMs: number;
+  /** `zero`: the benchmark's mode, the local renderer returns a small precomputed asset without work (never production). */
+  localRendererCost: 'normal' | 'zero';
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** Encrypts stored secrets (webhook secrets; 32+ characters, no placeholder); when unset a random one is kept in `dataDir`. */
   secretsKey: string | undefined;
@@ -177,6 +179,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
     maxBodyBytesInFlight: int('MAX_BODY_BYTES_IN_FLIGHT', 400 * 1024 * 1024),
     localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
+    localRendererCost: oneOf('LOCAL_RENDERER_COST', ['normal', 'zero'] as const),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),
     secretsKey: secret('SECRETS_KEY'),

@@ -55,7 +55,7 @@ export class UnconfiguredProvider implements ImageProvider, TextProvider, VideoP
 }
 
 export type ProviderConfig = Pick<Config,
-  | 'imageProvider' | 'textProvider' | 'videoProvider' | 'localRendererDelayMs' | 'ffmpegPath' | 'outboundAllowCidrs'
+  | 'imageProvider' | 'textProvider' | 'videoProvider' | 'localRendererDelayMs' | 'localRendererCost' | 'ffmpegPath' | 'outboundAllowCidrs'
   | 'geminiApiKey' | 'geminiBaseUrl' | 'geminiImageModel' | 'geminiTextModel' | 'geminiTimeoutMs'
   | 'runwayApiKey' | 'runwayBaseUrl' | 'runwayVideoModel' | 'runwayPollIntervalSeconds' | 'runwayTimeoutMs'>;
 
@@ -79,7 +79,7 @@ function runway(config: ProviderConfig): RunwayProvider | string {
 }
 
 export function createProviders(config: ProviderConfig): Providers {
-  const providers = allFrom(new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath }));
+  const providers = allFrom(new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath, cost: config.localRendererCost }));
   const remote = { gemini: config.imageProvider === 'gemini' || config.textProvider === 'gemini' ? gemini(config) : undefined,
     runway: config.videoProvider === 'runway' ? runway(config) : undefined };
   const pick = (capability: Capability, name: 'local' | 'gemini' | 'runway'): void => {

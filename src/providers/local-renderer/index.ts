@@ -13,6 +13,7 @@ import { meanColour, pause } from './compose';
 import { renderEdit } from './edit';
 import { renderPhoto } from './photo';
 import { renderVideo } from './video';
+import { zeroCostImage, zeroCostVideo } from './zero-cost';
 
 export { dimensionsFor } from './compose';
 
@@ -44,6 +45,11 @@ export interface LocalRendererOptions {
   /** Time each render takes at least, so that processing, cancel and restart can be observed. */
   delayMs?: number;
   ffmpegPath?: string;
+  /**
+   * `normal` (the default) really renders; `zero` is the benchmark's mode: no delay, no rendering, the same small
+   * precomputed image or video every time (see zero-cost.ts). Never for production.
+   */
+  cost?: 'normal' | 'zero';
 }
 
 export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider {
@@ -55,6 +61,7 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
   readonly pollIntervalSeconds = 1;
 
   typicalSeconds(kind: ImageKind | 'video' = 'video'): number {
+    if (this.zeroCost) return 1;
     return Math.ceil((this.options.delayMs ?? 0) / 1000) + (kind === 'video' ? 3 : 1);
   }
 
@@ -71,17 +78,24 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
     return this.analysisFor(await this.colourOf(images[0], locale), locale);
   }
 
+  private get zeroCost(): boolean {
+    return this.options.cost === 'zero';
+  }
+
   async renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset> {
+    if (this.zeroCost) return zeroCostImage();
     await pause(this.options.delayMs ?? 0, signal);
     return renderPhoto(job);
   }
 
   async renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset> {
+    if (this.zeroCost) return zeroCostImage();
     await pause(this.options.delayMs ?? 0, signal);
     return renderCard(job);
   }
 
   async startVideo(job: VideoJob, signal?: AbortSignal): Promise<VideoProgress> {
+    if (this.zeroCost) return { state: 'done', asset: await zeroCostVideo(this.options.ffmpegPath) };
     await pause(this.options.delayMs ?? 0, signal);
     return { state: 'done', asset: await renderVideo(job, this.options.ffmpegPath, signal) };
   }
@@ -112,6 +126,7 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
   }
 
   async renderEdit(job: EditJob, signal?: AbortSignal): Promise<RenderedAsset> {
+    if (this.zeroCost) return zeroCostImage();
     await pause(this.options.delayMs ?? 0, signal);
     return renderEdit(job);
   }

@@ -1,0 +1,87 @@
+/**
+ * The floors, measured in the same run as the service: what bare Koa answers (a constant; the key lookup plus one
+ * indexed select), what the Temporal server starts (a trivial workflow, 50 in flight), and what one default worker
+ * runs (a one-activity workflow alone, end to end, and a batch of them).
+ */
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { freePort } from '../src/temporal/dev-server';
+import { closedLoop, httpLoad, inBatches, warmUp } from './load';
+import { Figures, recordLoad, recordValue } from './measured';
+import { startBenchChild } from './processes';
+import { sleep } from './stats';
+import type { BenchSettings } from './settings';
+
+export interface FloorContext {
+  settings: BenchSettings;
+  databaseUrl: string;
+  temporalAddress: string;
+  logDir: string;
+  /** An API key and one of its account's action ids, for the select floor. */
+  apiKey: string;
+  actionId: number;
+}
+
+/** Bare Koa in its own process: `floor.const` and `floor.select`. */
+export async function measureHttpFloors(ctx: FloorContext, figures: Figures): Promise<void> {
+  const port = await freePort();
+  const server = await startBenchChild('floor-server.js', [ctx.databaseUrl, String(port)], path.join(ctx.logDir, 'floor-server.log'));
+  try {
+    const { connections, durationSec, repeats } = ctx.settings;
+    const headers = { Authorization: `Bearer ${ctx.apiKey}` };
+    await warmUp({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec: 1, headers });
+    for (let r = 0; r < repeats; r++) {
+      recordLoad(figures, 'floor.const', await httpLoad({ url: `http://127.0.0.1:${port}/const`, connections, durationSec }));
+      recordLoad(figures, 'floor.select', await httpLoad({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec, headers }));
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Workflow starts with nobody to run them (`floor.starts`), then a default worker's one-activity runs. */
+export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures): Promise<void> {
+  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  try {
+    const client = new Client({ connection, namespace: 'default' });
+    const { connections, durationSec, repeats } = ctx.settings;
+    const runId = randomUUID().slice(0, 8);
+
+    // Bare starts, 50 in flight: the workflows pile up on a queue no worker serves.
+    const start = (i: number) => client.workflow.start('benchNoopWorkflow', { taskQueue: 'bench-floor-unserved', workflowId: `floor-start-${runId}-${i}` });
+    await closedLoop(connections, 1000, (i) => start(-1 - i)); // warm-up (negative ids never collide with the measured ones)
+    let offset = 0;
+    for (let r = 0; r < repeats; r++) {
+      const result = await closedLoop(connections, durationSec * 1000, (i) => start(offset + i));
+      offset += result.ok + result.failed + connections;
+      recordLoad(figures, 'floor.starts', result);
+    }
+
+    const taskQueue = `bench-floor-${runId}`;
+    const worker = await startBenchChild('floor-worker.js', [ctx.temporalAddress, taskQueue], path.join(ctx.logDir, 'floor-worker.log'));
+    try {
+      const run = (id: string, n: number) => client.workflow.execute('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-e2e-${runId}-${id}`, args: [n] });
+      await run('warm', 0);
+      // One alone, end to end: median of several, one after the other.
+      for (let i = 0; i < ctx.settings.singleRuns; i++) {
+        const t = performance.now();
+        await run(`alone-${i}`, i);
+        recordValue(figures, 'floor.e2e', performance.now() - t);
+        await sleep(20);
+      }
+      // A batch through the one worker: started 50 at a time, timed until the last result.
+      for (let r = 0; r < repeats; r++) {
+        const t = performance.now();
+        const handles = await inBatches(ctx.settings.floorBatch, connections, (i) =>
+          client.workflow.start('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-batch-${runId}-${r}-${i}`, args: [i] }));
+        await Promise.all(handles.map((h) => h.result()));
+        recordValue(figures, 'floor.batch', ctx.settings.floorBatch / ((performance.now() - t) / 1000));
+      }
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Load: HTTP through autocannon (N connections for D seconds, keep-alive, from this process, over loopback), and
+ * closed loops of any async call (workflow starts) with the same shape of result.
+ */
+import autocannon from 'autocannon';
+import { percentile } from './stats';
+
+export interface LoadResult {
+  /** Successful operations (2xx for HTTP) per second. */
+  perSecond: number;
+  p50: number;
+  p99: number;
+  max: number;
+  ok: number;
+  failed: number;
+  /** What to know about this result (e.g. nothing answered within the window). */
+  note?: string;
+}
+
+export async function httpLoad(options: {
+  url: string; connections: number; durationSec: number; method?: string; headers?: Record<string, string>; body?: string;
+}): Promise<LoadResult> {
+  const result = await autocannon({
+    url: options.url, connections: options.connections, duration: options.durationSec, method: options.method ?? 'GET',
+    headers: options.headers, body: options.body, timeout: 30,
+  });
+  if (result['2xx'] === 0) {
+    // Nothing answered within the window: that is the figure (0 per second), with no latency to report.
+    return {
+      perSecond: 0, p50: NaN, p99: NaN, max: NaN, ok: 0, failed: result.non2xx + result.errors + result.timeouts,
+      note: `no 2xx answer within the ${options.durationSec} s window (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts; requests still in flight at the end are not counted)`,
+    };
+  }
+  return {
+    perSecond: result['2xx'] / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    ok: result['2xx'],
+    failed: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+/**
+ * `concurrency` loops calling `call` back to back for `durationMs`. Like autocannon, only the calls that complete
+ * within the window count (over the window's length), so both kinds of figure carry the same end-of-window cut;
+ * the calls still in flight are awaited, not counted.
+ */
+export async function closedLoop(concurrency: number, durationMs: number, call: (i: number) => Promise<unknown>): Promise<LoadResult & { firstError?: string }> {
+  const latencies: number[] = [];
+  let failed = 0;
+  let firstError: string | undefined;
+  let counter = 0;
+  const start = Date.now();
+  const deadline = start + durationMs;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (Date.now() < deadline) {
+      const t = performance.now();
+      try {
+        await call(counter++);
+        if (Date.now() <= deadline) latencies.push(performance.now() - t);
+      } catch (err) {
+        failed++;
+        firstError ??= String(err);
+      }
+    }
+  }));
+  return {
+    perSecond: latencies.length / (durationMs / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99),
+    max: latencies.length ? Math.max(...latencies) : NaN, ok: latencies.length, failed, firstError,
+  };
+}
+
+/** A short load before measuring (connections opened, code warm); its figures are dropped and it may answer nothing. */
+export async function warmUp(options: Parameters<typeof httpLoad>[0]): Promise<void> {
+  await httpLoad(options).catch(() => undefined);
+}
+
+/** Runs `calls` with at most `concurrency` at once; resolves with their results in order. */
+export async function inBatches<T>(count: number, concurrency: number, call: (i: number) => Promise<T>): Promise<T[]> {
+  const results: T[] = new Array(count);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
+    while (next < count) {
+      const i = next++;
+      results[i] = await call(i);
+    }
+  }));
+  return results;
+}

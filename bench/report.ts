@@ -1,0 +1,207 @@
+/**
+ * From recorded samples to the report: each figure as median, min and max beside its floor and the ratio, the
+ * issue's targets judged per backend, and BENCHMARKS.md.
+ */
+import type { Figures, Measured } from './measured';
+import { Stat, stat } from './stats';
+
+export type Backend = 'dev' | 'server';
+
+export interface Row {
+  key: string;
+  label: string;
+  unit: string;
+  service: Stat | null;
+  p50: Stat | null;
+  p99: Stat | null;
+  max: Stat | null;
+  failed: number;
+  floorKey?: string;
+  floorLabel?: string;
+  floor: Stat | null;
+  /** service median / floor median. */
+  ratio: number | null;
+  note?: string;
+}
+
+export interface Target {
+  figure: string;
+  target: string;
+  /** null: not measured in this run. */
+  pass: boolean | null;
+  observed: string;
+}
+
+export interface BackendReport {
+  backend: Backend;
+  rows: Row[];
+  memory: { inFlight: number; rssMiB: Stat | null; perWorkflowMiB: Stat | null }[];
+  idleWorkerRssMiB: Stat | null;
+  targets: Target[];
+  notes: string[];
+}
+
+export interface Report {
+  mode: string;
+  date: string;
+  durationSec: number;
+  machine: { cpu: string; cores: number; memoryGiB: number; os: string };
+  versions: Record<string, string>;
+  settings: Record<string, unknown>;
+  providerCostMs: Row[];
+  backends: BackendReport[];
+  notes: string[];
+}
+
+const LABELS: Record<string, [string, string]> = {
+  'floor.const': ['floor: bare Koa, constant', 'req/s'],
+  'floor.select': ['floor: bare Koa + key lookup + one indexed select', 'req/s'],
+  'floor.starts': ['floor: bare workflow starts, 50 in flight', 'starts/s'],
+  'floor.e2e': ['floor: one-activity workflow end to end, alone', 'ms'],
+  'floor.batch': ['floor: one-activity workflows through one default worker', 'workflows/s'],
+  'svc.status': ['GET /api/v1/public/status/{id}', 'req/s'],
+  'svc.job': ['GET /api/v2/jobs/{id}', 'req/s'],
+  'svc.balance': ['GET /api/v1/public/balance', 'req/s'],
+  'svc.post_api': ['POST /generate/photo accepted, API process alone', 'req/s'],
+  'svc.post_all': ['POST /generate/photo accepted, `all` mode (npm start)', 'req/s'],
+  'svc.jobs': ['jobs finished, one worker process, zero-cost render', 'jobs/s'],
+  'svc.one_job': ['one job alone, POST to `completed` in status', 'ms'],
+  'svc.webhooks': ['webhook deliveries (redelivery burst) to a local receiver', 'deliveries/s'],
+  'provider.photo': ['local renderer: photo 2K', 'ms'],
+  'provider.card': ['local renderer: infographic card 2K', 'ms'],
+  'provider.edit': ['local renderer: edit', 'ms'],
+  'provider.video': ['local renderer: 5 s video', 'ms'],
+};
+
+const FLOOR_OF: Record<string, string> = {
+  'floor.select': 'floor.const',
+  'svc.status': 'floor.select', 'svc.job': 'floor.select', 'svc.balance': 'floor.select',
+  'svc.post_api': 'floor.starts', 'svc.post_all': 'floor.starts',
+  'svc.jobs': 'floor.batch', 'svc.webhooks': 'floor.batch', 'svc.one_job': 'floor.e2e',
+};
+
+const SERVICE_ORDER = ['floor.const', 'floor.select', 'floor.starts', 'floor.e2e', 'floor.batch',
+  'svc.status', 'svc.job', 'svc.balance', 'svc.post_api', 'svc.post_all', 'svc.jobs', 'svc.one_job', 'svc.webhooks'];
+
+export function row(figures: Figures, key: string): Row {
+  const m: Measured | undefined = figures[key];
+  const floorKey = FLOOR_OF[key];
+  const service = m ? stat(m.values) : null;
+  const floor = floorKey && figures[floorKey] ? stat(figures[floorKey].values) : null;
+  return {
+    key, label: LABELS[key]?.[0] ?? key, unit: LABELS[key]?.[1] ?? '',
+    service, p50: m ? stat(m.p50) : null, p99: m ? stat(m.p99) : null, max: m ? stat(m.max) : null, failed: m?.failed ?? 0,
+    floorKey, floorLabel: floorKey ? LABELS[floorKey][0] : undefined, floor,
+    ratio: service && floor && floor.median > 0 ? service.median / floor.median : null,
+    note: m?.note ?? (service ? undefined : 'not measured in this run'),
+  };
+}
+
+export function backendReport(backend: Backend, figures: Figures, inFlightSteps: number[], notes: string[]): BackendReport {
+  const rows = SERVICE_ORDER.map((key) => row(figures, key));
+  const memory = inFlightSteps.map((n) => ({
+    inFlight: n,
+    rssMiB: figures[`mem.rss.${n}`] ? stat(figures[`mem.rss.${n}`].values) : null,
+    perWorkflowMiB: figures[`mem.per_workflow.${n}`] ? stat(figures[`mem.per_workflow.${n}`].values) : null,
+  }));
+  const report: BackendReport = { backend, rows, memory, idleWorkerRssMiB: figures['mem.idle'] ? stat(figures['mem.idle'].values) : null, targets: [], notes };
+  report.targets = judge(report);
+  return report;
+}
+
+const byKey = (r: BackendReport, key: string) => r.rows.find((x) => x.key === key)!;
+const f2 = (n: number | null | undefined) => (n === null || n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(2));
+
+/** The issue's targets table, judged on the medians of this run. */
+export function judge(r: BackendReport): Target[] {
+  const targets: Target[] = [];
+  const ratioAtLeast = (key: string, min: number, figure: string) => {
+    const x = byKey(r, key);
+    targets.push({ figure, target: `>= ${min} of the floor`, pass: x.ratio === null ? null : x.ratio >= min, observed: `ratio ${f2(x.ratio)}` });
+  };
+  for (const key of ['svc.status', 'svc.job', 'svc.balance']) ratioAtLeast(key, 0.8, byKey(r, key).label);
+
+  const alone = byKey(r, 'svc.post_api');
+  const starts = byKey(r, 'floor.starts');
+  const p99Ratio = alone.p99 && starts.p99 ? alone.p99.median / starts.p99.median : null;
+  targets.push({
+    figure: alone.label, target: '>= 0.8 of the workflow-start floor, p99 <= 2x the floor p99',
+    pass: alone.ratio === null || p99Ratio === null ? null : alone.ratio >= 0.8 && p99Ratio <= 2,
+    observed: `ratio ${f2(alone.ratio)}, p99 ${f2(alone.p99?.median)} ms vs floor ${f2(starts.p99?.median)} ms (${f2(p99Ratio)}x)`,
+  });
+  const all = byKey(r, 'svc.post_all');
+  targets.push({
+    figure: all.label, target: '>= 0.5 of the workflow-start floor, no request over 1 s',
+    pass: all.ratio === null || !all.max ? null : all.ratio >= 0.5 && all.max.max <= 1000,
+    observed: `ratio ${f2(all.ratio)}, slowest request ${f2(all.max?.max)} ms`,
+  });
+  ratioAtLeast('svc.jobs', 0.5, byKey(r, 'svc.jobs').label);
+  const one = byKey(r, 'svc.one_job');
+  targets.push({ figure: one.label, target: '<= 2x the one-activity floor end to end', pass: one.ratio === null ? null : one.ratio <= 2, observed: `${f2(one.ratio)}x` });
+  const at1000 = r.memory.find((m) => m.inFlight === 1000)?.perWorkflowMiB;
+  targets.push({
+    figure: 'worker memory per workflow in flight, 1,000 in flight', target: '<= 1 MiB',
+    pass: at1000 ? at1000.median <= 1 : null, observed: at1000 ? `${f2(at1000.median)} MiB` : 'not measured (full mode only)',
+  });
+  ratioAtLeast('svc.webhooks', 0.5, byKey(r, 'svc.webhooks').label);
+  return targets;
+}
+
+function fmt(n: number, unit: string): string {
+  if (!Number.isFinite(n)) return 'n/a';
+  if (unit === 'ms') return n < 10 ? n.toFixed(1) : n.toFixed(0);
+  return n < 100 ? n.toFixed(1) : n.toFixed(0);
+}
+
+function cell(s: Stat | null, unit: string): string {
+  if (!s) return 'not measured';
+  return s.samples.length > 1 ? `${fmt(s.median, unit)} (${fmt(s.min, unit)}-${fmt(s.max, unit)})` : fmt(s.median, unit);
+}
+
+function latencyCell(r: Row): string {
+  if (!r.p50 || r.p50.samples.length === 0) return '';
+  return `${fmt(r.p50.median, 'ms')} / ${fmt(r.p99!.median, 'ms')} / ${fmt(r.max!.max, 'ms')}`;
+}
+
+export function backendTable(b: BackendReport): string {
+  const lines = [
+    '| figure | unit | service: median (min-max) | p50 / p99 / max ms | floor: median (min-max) | ratio | failed |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const r of b.rows) {
+    lines.push(`| ${r.label} | ${r.unit} | ${cell(r.service, r.unit)}${r.note && r.service ? ` (${r.note})` : ''} | ${latencyCell(r)} | ${r.floorKey ? `${cell(r.floor, r.unit)}` : ''} | ${r.ratio === null ? '' : f2(r.ratio)} | ${r.failed || ''} |`);
+  }
+  lines.push('', '| workflows in flight | worker RSS MiB | MiB per workflow (growth over idle) |', '| --- | --- | --- |');
+  lines.push(`| 0 (idle worker) | ${cell(b.idleWorkerRssMiB, 'MiB')} | |`);
+  for (const m of b.memory) lines.push(`| ${m.inFlight} | ${cell(m.rssMiB, 'MiB')} | ${m.perWorkflowMiB ? m.perWorkflowMiB.median.toFixed(3) : 'not measured'} |`);
+  lines.push('', '| target | wanted | observed | result |', '| --- | --- | --- | --- |');
+  for (const t of b.targets) lines.push(`| ${t.figure} | ${t.target} | ${t.observed} | ${t.pass === null ? 'not measured' : t.pass ? 'pass' : 'FAIL'} |`);
+  return lines.join('\n');
+}
+
+export function renderMarkdown(report: Report, howToRun: string): string {
+  const out: string[] = [
+    '# Benchmarks',
+    '',
+    `Generated by \`npm run bench${report.mode === 'full' ? '' : ` -- --${report.mode}`}\` on ${report.date} (${report.mode} run, ${Math.round(report.durationSec)} s). ` +
+    'Every figure is the median of the repetitions with min and max, beside its floor measured in the same run on the same machine, and the ratio service/floor ' +
+    '(for latencies a ratio above 1 is slower than the floor). The machine has few cores and is shared: compare ratios, not absolute figures.',
+    '',
+    '## Machine and versions',
+    '',
+    `- CPU: ${report.machine.cpu}, ${report.machine.cores} cores; memory ${report.machine.memoryGiB.toFixed(1)} GiB; ${report.machine.os}`,
+    ...Object.entries(report.versions).map(([k, v]) => `- ${k}: ${v}`),
+    `- settings: ${Object.entries(report.settings).map(([k, v]) => `${k} ${JSON.stringify(v)}`).join(', ')}`,
+    '',
+  ];
+  for (const b of report.backends) {
+    out.push(`## Temporal backend: ${b.backend === 'dev' ? 'the dev server (Temporal CLI, SQLite file)' : 'the Temporal server on Postgres'}`, '', backendTable(b), '');
+    if (b.notes.length) out.push(...b.notes.map((n) => `- ${n}`), '');
+  }
+  out.push('## The provider\'s own cost (measured apart, normal mode, no delay, one at a time in the harness process)', '',
+    '| render | ms: median (min-max) |', '| --- | --- |',
+    ...report.providerCostMs.map((r) => `| ${r.label} | ${cell(r.service, 'ms')} |`), '');
+  if (report.notes.length) out.push('## Notes', '', ...report.notes.map((n) => `- ${n}`), '');
+  out.push('## How to run', '', howToRun, '');
+  return out.join('\n');
+}

@@ -1,0 +1,285 @@
+/**
+ * `npm run bench [-- --quick] [-- --backend dev|server|both]`: the service against its own floors, in one run
+ * (issue 12). Starts what it needs (its own databases, the Temporal backend, the service as OS processes with the
+ * zero-cost renderer, a webhook receiver), measures, writes bench/results.json and BENCHMARKS.md, prints the tables,
+ * and stops every process it started, also on failure or Ctrl-C.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { portsAreFree, temporalServerPorts } from '../src/cluster/cluster';
+import { loadConfig } from '../src/config';
+import { ensureDatabaseExists, openDatabase } from '../src/db/data-source';
+import { setLogLevel } from '../src/log';
+import { findTemporalCli, freePort, startDevServer } from '../src/temporal/dev-server';
+import { startTemporalServer, TEMPORAL_SERVER_VERSION } from '../src/temporal/server';
+import { jpegBase64 } from './photo';
+import { measureHttpFloors, measureWorkflowFloors } from './floors';
+import type { Figures } from './measured';
+import { stopAll, track } from './processes';
+import { measureProviderCost } from './provider-cost';
+import { Backend, backendReport, BackendReport, backendTable, renderMarkdown, Report, row } from './report';
+import { measureAccept, measureService, randomSecret, ServiceContext } from './service';
+import { BenchMode, settingsFor } from './settings';
+import { startWebhookReceiver } from './webhook-receiver';
+
+const ROOT = path.resolve(__dirname, '../..');
+const BENCH_DB = 'imagery_bench';
+const TEMPORAL_DB = 'temporal_bench';
+
+export const HOW_TO_RUN = [
+  'Needs what `npm test` needs (Postgres on `127.0.0.1:5432`, or `BENCH_POSTGRES_URL`; the Temporal CLI and server built into',
+  '`TOOLS_DIR` by `npm run setup -- --cluster`). Then:',
+  '',
+  '```sh',
+  'npm run bench                     # full: 3 repetitions of 10 s, 1,000 workflows in flight, both backends (about 15-20 min on 2 cores)',
+  'npm run bench -- --quick          # 1 repetition of 2 s, up to 100 in flight, the dev server only (under 2 minutes)',
+  'npm run bench -- --backend dev    # or server, or both (the default of a full run)',
+  '```',
+  '',
+  `It recreates its own databases (\`${BENCH_DB}\`, \`${TEMPORAL_DB}\` and \`${TEMPORAL_DB}_visibility\`), keeps its logs under`,
+  '`.data/bench/`, and writes `bench/results.json` (every sample) and this file.',
+].join('\n');
+
+interface Args { mode: BenchMode; backends: Backend[] }
+
+function parseArgs(argv: string[]): Args {
+  let mode: BenchMode = 'full';
+  let backends: Backend[] | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--quick') mode = 'quick';
+    else if (arg === '--smoke') mode = 'smoke';
+    else if (arg === '--backend') {
+      const value = argv[++i];
+      if (value === 'both') backends = ['dev', 'server'];
+      else if (value === 'dev' || value === 'server') backends = [value];
+      else throw new Error(`--backend must be dev, server or both, got "${value}"`);
+    } else if (arg === '--help' || arg === '-h') {
+      process.stdout.write(`${HOW_TO_RUN}\n`);
+      process.exit(0);
+    } else throw new Error(`unknown argument "${arg}" (see --help)`);
+  }
+  // A quick run measures the dev server only unless told otherwise: both backends take about 3 minutes.
+  return { mode, backends: backends ?? (mode === 'full' ? ['dev', 'server'] : ['dev']) };
+}
+
+function databaseUrl(name: string): string {
+  const url = new URL(process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function dropDatabases(names: string[]): Promise<void> {
+  const client = new Client({ connectionString: databaseUrl('postgres') });
+  await client.connect();
+  try {
+    for (const name of names) await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The service's database, new and migrated. */
+async function freshServiceDatabase(): Promise<string> {
+  const url = databaseUrl(BENCH_DB);
+  await dropDatabases([BENCH_DB]);
+  await ensureDatabaseExists(url);
+  await (await openDatabase(url, { migrate: true, poolSize: 1 })).destroy();
+  return url;
+}
+
+async function startBackend(backend: Backend, dataDir: string): Promise<{ address: string; stop: () => Promise<void> }> {
+  const config = loadConfig();
+  if (backend === 'dev') {
+    const dev = await startDevServer({
+      cliPath: config.temporalCliPath, toolsDir: config.toolsDir, port: await freePort(),
+      dbFile: path.join(dataDir, 'temporal-dev.sqlite'), logFile: path.join(dataDir, 'logs', 'temporal-dev-server.log'),
+    });
+    return { address: dev.address, stop: track('temporal dev server', () => dev.stop()) };
+  }
+  await dropDatabases([TEMPORAL_DB, `${TEMPORAL_DB}_visibility`]);
+  let base: number | undefined;
+  for (let candidate = 27233; candidate <= 31933; candidate += 1100) {
+    if (await portsAreFree(temporalServerPorts(candidate))) {
+      base = candidate;
+      break;
+    }
+  }
+  if (base === undefined) throw new Error('no free port range for the Temporal server at or under 32000');
+  const server = await startTemporalServer({
+    toolsDir: config.toolsDir, db: { url: databaseUrl(TEMPORAL_DB) }, portBase: base, metricsPort: base + 767,
+    logFile: path.join(dataDir, 'logs', 'temporal-server.log'), namespace: 'default',
+  });
+  return { address: server.address, stop: track('temporal server', () => server.stop()) };
+}
+
+/** Runs one phase; a failure is written down and the run goes on with the next phase. */
+async function phase(name: string, notes: string[], run: () => Promise<void>): Promise<void> {
+  const t = Date.now();
+  process.stderr.write(`bench: ${name}...\n`);
+  try {
+    await run();
+    process.stderr.write(`bench: ${name} done in ${((Date.now() - t) / 1000).toFixed(1)} s\n`);
+  } catch (err) {
+    const message = `${name} failed, its figures are not measured: ${(err as Error).message.split('\n')[0]}`;
+    notes.push(message);
+    process.stderr.write(`bench: ${message}\n${(err as Error).stack}\n`);
+  }
+}
+
+async function benchBackend(backend: Backend, mode: BenchMode, dataDir: string, receiver: ServiceContext['receiver']): Promise<BackendReport> {
+  const settings = settingsFor(mode);
+  const figures: Figures = {};
+  const notes: string[] = [];
+  const backendDir = path.join(dataDir, backend);
+  let temporal: { address: string; stop: () => Promise<void> } | undefined;
+  try {
+    await phase(`${backend}: start the Temporal backend and the databases`, notes, async () => {
+      [temporal] = await Promise.all([startBackend(backend, backendDir), freshServiceDatabase()]);
+    });
+    if (!temporal) return backendReport(backend, figures, settings.inFlightSteps, notes);
+    const databaseUrlOfService = databaseUrl(BENCH_DB);
+    const db = await openDatabase(databaseUrlOfService, { migrate: false, poolSize: 4 });
+    const stopDb = track('bench database pool', () => db.destroy());
+    try {
+      const ctx: ServiceContext = {
+        settings, db, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, dataDir: backendDir, receiver,
+        photoBody: JSON.stringify({ images: [{ data: await jpegBase64() }], product_name: 'Bench cup', category_id: 'home', resolution: '1K' }),
+        env: serviceEnv(backendDir, receiver?.caFile),
+      };
+      const floorCtx = { settings, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, logDir: path.join(backendDir, 'logs'), apiKey: '', actionId: 0 };
+      await phase(`${backend}: workflow floors`, notes, () => measureWorkflowFloors(floorCtx, figures));
+      await phase(`${backend}: service (one job, jobs/s, webhooks, polls, memory)`, notes, async () => {
+        const seeded = await measureService(ctx, figures);
+        floorCtx.apiKey = seeded.apiKey;
+        floorCtx.actionId = seeded.actionId;
+      });
+      await phase(`${backend}: HTTP floors`, notes, async () => {
+        if (!floorCtx.apiKey) throw new Error('no seeded key and action (the service phase failed)');
+        await measureHttpFloors(floorCtx, figures);
+      });
+      await phase(`${backend}: POST /generate/photo, API process alone`, notes, () => measureAccept(ctx, 'api', figures));
+      await phase(`${backend}: POST /generate/photo, all mode`, notes, () => measureAccept(ctx, 'all', figures));
+    } finally {
+      await stopDb();
+    }
+  } finally {
+    await temporal?.stop();
+  }
+  notes.push(backend === 'dev'
+    ? 'The dev server keeps its state in a SQLite file (as `npm start` runs it).'
+    : `The Temporal server ${TEMPORAL_SERVER_VERSION} on Postgres (\`${TEMPORAL_DB}\`), 4 history shards, the project's deploy/temporal config.`);
+  return backendReport(backend, figures, settings.inFlightSteps, notes);
+}
+
+/** What every service process of the run gets besides its database, Temporal address, queue and port. */
+export function serviceEnv(dataDir: string, caFile: string | undefined): Record<string, string> {
+  return {
+    ASSET_STORE: 'file',
+    ASSETS_DIR: path.join(dataDir, 'assets'),
+    ASSET_SIGNING_SECRET: randomSecret(),
+    SECRETS_KEY: randomSecret(),
+    RATE_LIMIT_PER_MINUTE: '1000000000',
+    LOCAL_RENDERER_COST: 'zero',
+    LOCAL_RENDERER_DELAY_MS: '0',
+    IMAGE_PROVIDER: 'local',
+    TEXT_PROVIDER: 'local',
+    VIDEO_PROVIDER: 'local',
+    // No reconciliation of the actions a phase leaves unstarted on purpose.
+    RECONCILE_GRACE_SECONDS: '86400',
+    OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
+    ...(caFile ? { NODE_EXTRA_CA_CERTS: caFile } : {}),
+  };
+}
+
+function versions(): Record<string, string> {
+  const config = loadConfig();
+  let cli = 'not found';
+  try {
+    const binary = findTemporalCli({ cliPath: config.temporalCliPath, toolsDir: config.toolsDir });
+    if (binary) cli = execFileSync(binary, ['--version'], { encoding: 'utf8' }).trim();
+  } catch (err) {
+    cli = `unknown (${(err as Error).message})`;
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const pkg = (name: string) => (require(`${name}/package.json`) as { version: string }).version;
+  return {
+    node: process.version,
+    'Temporal CLI (dev server)': cli,
+    'Temporal server': TEMPORAL_SERVER_VERSION,
+    'Temporal TypeScript SDK': pkg('@temporalio/worker'),
+    autocannon: pkg('autocannon'),
+  };
+}
+
+async function postgresVersion(): Promise<string> {
+  const client = new Client({ connectionString: databaseUrl('postgres') });
+  await client.connect();
+  try {
+    return (await client.query('SHOW server_version')).rows[0].server_version;
+  } finally {
+    await client.end();
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  setLogLevel('warn');
+  const started = Date.now();
+  const settings = settingsFor(args.mode);
+  const dataDir = path.join(ROOT, '.data', 'bench');
+  rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(path.join(dataDir, 'tls'), { recursive: true });
+  const notes: string[] = [];
+
+  const providerFigures: Figures = {};
+  await phase('provider cost (local renderer, normal mode)', notes, () => measureProviderCost(settings.providerRepeats, providerFigures, args.mode === 'full'));
+  const receiver = await startWebhookReceiver(path.join(dataDir, 'tls'));
+  const backends: BackendReport[] = [];
+  for (const backend of args.backends) backends.push(await benchBackend(backend, args.mode, dataDir, receiver));
+
+  const report: Report = {
+    mode: args.mode,
+    date: new Date().toISOString(),
+    durationSec: (Date.now() - started) / 1000,
+    machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, memoryGiB: os.totalmem() / 2 ** 30, os: `${os.type()} ${os.release()} ${os.arch()}` },
+    versions: { ...versions(), Postgres: await postgresVersion() },
+    settings: { ...settings },
+    providerCostMs: ['provider.photo', 'provider.card', 'provider.edit', 'provider.video'].map((k) => row(providerFigures, k)),
+    backends,
+    notes: [
+      'Load comes from the harness process over loopback (autocannon, keep-alive connections; the Temporal client for workflow starts), on the same 2 cores as the service: every figure includes the load generator\'s share of the CPU, and so does its floor.',
+      'Jobs are v1 photo actions (`POST /generate/photo`, 1K, product name and category sent, so no analysis); "finished" means the action is terminal in Postgres. The zero-cost render mode (`LOCAL_RENDERER_COST=zero`) returns a precomputed 64x64 JPEG, so the orchestration is measured without the provider.',
+      'Jobs per second and the one-activity floor are timed from the first enqueue to the last completion with the worker already running (N enqueued 10 at a time for the service, 50 at a time for the floor).',
+      'Webhook deliveries per second: all deliveries of N completed jobs redelivered at once (POST .../redeliver, 10 at a time), timed until the receiver has them all; each is one delivery workflow.',
+      'Memory: a worker serving only the main queue (`WORKER_QUEUES=main`) holds the workflows at their render step (the provider queue is not served); RSS read from /proc, per workflow = (RSS - idle RSS) / workflows.',
+      ...notes,
+    ],
+  };
+  writeFileSync(path.join(ROOT, 'bench', 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), renderMarkdown(report, HOW_TO_RUN));
+  for (const b of backends) process.stdout.write(`\n## ${b.backend}\n\n${backendTable(b)}\n`);
+  process.stdout.write(`\nwrote bench/results.json and BENCHMARKS.md (${Math.round(report.durationSec)} s)\n`);
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stderr.write(`bench: ${signal}, stopping everything it started\n`);
+    void stopAll().finally(() => process.exit(130));
+  });
+}
+
+main()
+  .then(() => stopAll())
+  .then(() => process.exit(0))
+  .catch(async (err) => {
+    process.stderr.write(`bench failed: ${(err as Error).stack ?? err}\n`);
+    await stopAll();
+    process.exit(1);
+  });

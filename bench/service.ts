@@ -1,0 +1,238 @@
+/**
+ * The service's figures, each from real OS processes (`node dist/src/main.js api|worker|all`) on the run's own
+ * databases and Temporal backend, with the local renderer in its zero-cost mode. Every phase runs on a task queue
+ * of its own, so the workflows one phase leaves unstarted never reach another phase's worker.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import { ServiceMode, startServiceProcess } from '../src/cluster/service-process';
+import { createAccount } from '../src/domain/accounts';
+import { deliveryWorkflowId } from '../src/temporal/contract';
+import { freePort } from '../src/temporal/dev-server';
+import { httpLoad, inBatches, warmUp } from './load';
+import { Figures, recordLoad, recordValue } from './measured';
+import { rssMiB, track } from './processes';
+import { sleep } from './stats';
+import type { BenchSettings } from './settings';
+import type { WebhookReceiver } from './webhook-receiver';
+
+export const V1 = '/api/v1/public';
+
+export interface ServiceContext {
+  settings: BenchSettings;
+  db: DataSource;
+  databaseUrl: string;
+  temporalAddress: string;
+  dataDir: string;
+  /** Environment of every service process (secrets, TLS trust for the webhook receiver, loopback allowed). */
+  env: Record<string, string>;
+  receiver?: WebhookReceiver;
+  /** The JSON body of every POST /generate/photo. */
+  photoBody: string;
+}
+
+export interface RunningService {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** One service process on its own task queue; registered for cleanup. */
+export async function startService(ctx: ServiceContext, mode: ServiceMode, name: string, taskQueue: string, extra: Record<string, string> = {}): Promise<RunningService> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const started = await startServiceProcess(mode, {
+    ...ctx.env,
+    DATABASE_URL: ctx.databaseUrl,
+    TEMPORAL_ADDRESS: ctx.temporalAddress,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    PORT: String(port),
+    PUBLIC_BASE_URL: url,
+    DATA_DIR: path.join(ctx.dataDir, name),
+    ...extra,
+  }, { logFile: path.join(ctx.dataDir, 'logs', `${name}.log`) });
+  const stop = track(`service ${name}`, () => started.stop(3_000));
+  return { url, pid: started.child.pid!, stop };
+}
+
+async function call(base: string, apiKey: string, method: string, route: string, body?: string): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${base}${route}`, {
+    method, headers: { Authorization: `Bearer ${apiKey}`, ...(body ? { 'Content-Type': 'application/json' } : {}) }, body,
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function expectOk(base: string, apiKey: string, method: string, route: string, body?: string): Promise<any> {
+  const res = await call(base, apiKey, method, route, body);
+  if (res.status >= 300) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+/** Waits until `done` holds, checking every `everyMs`; throws after `timeoutMs` with what was last seen. */
+async function until<T>(probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
+    await sleep(everyMs);
+  }
+}
+
+async function countActions(db: DataSource, ids: number[], statuses: string[]): Promise<number> {
+  const [row] = await db.query('SELECT count(*)::int AS n FROM actions WHERE id = ANY($1) AND status = ANY($2)', [ids, statuses]);
+  return row.n;
+}
+
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+export interface Account { accountId: number; apiKey: string }
+
+export async function newAccount(db: DataSource, name: string): Promise<Account> {
+  const created = await createAccount(db, name, 100_000_000);
+  return { accountId: created.accountId, apiKey: created.apiKey };
+}
+
+/** Polls an action's status until it is completed; returns the milliseconds from the POST to that answer. */
+async function oneJobAlone(base: string, account: Account, photoBody: string): Promise<number> {
+  const t = performance.now();
+  const posted = await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, photoBody);
+  await until(() => expectOk(base, account.apiKey, 'GET', `${V1}/status/${posted.action_id}`), (s) => s.status === 'completed' || s.status === 'failed', 60_000, 5);
+  return performance.now() - t;
+}
+
+/**
+ * The main phase, on one API process and one worker process: seeds a completed action and v2 job, then one job
+ * alone, jobs per second, webhook deliveries per second, and, with the worker stopped, the three polls.
+ */
+export async function measureService(ctx: ServiceContext, figures: Figures): Promise<{ apiKey: string; actionId: number }> {
+  const queue = 'bench-main';
+  const [api, worker] = await Promise.all([startService(ctx, 'api', 'api-main', queue), startService(ctx, 'worker', 'worker-main', queue)]);
+  try {
+    return await mainPhase(ctx, figures, api, worker, queue);
+  } finally {
+    await worker.stop();
+    await api.stop();
+  }
+}
+
+async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningService, worker: RunningService, queue: string): Promise<{ apiKey: string; actionId: number }> {
+  const s = ctx.settings;
+  const a = await newAccount(ctx.db, 'bench jobs');
+  const b = await newAccount(ctx.db, 'bench webhooks');
+
+  // Seeds for the polls: a completed v1 action and a succeeded v2 job.
+  const seeded = await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody);
+  const job = await expectOk(api.url, a.apiKey, 'POST', '/api/v2/jobs/generate', ctx.photoBody);
+  await until(() => expectOk(api.url, a.apiKey, 'GET', `${V1}/status/${seeded.action_id}`), (x) => x.status === 'completed', 60_000);
+  await until(() => expectOk(api.url, a.apiKey, 'GET', `/api/v2/jobs/${job.job_id}`), (x) => x.status === 'succeeded', 60_000);
+
+  // One job alone: POST to `completed` seen in status (polled every 5 ms).
+  await oneJobAlone(api.url, a, ctx.photoBody); // warm-up
+  for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.one_job', await oneJobAlone(api.url, a, ctx.photoBody));
+
+  // Jobs per second through the one worker process: N enqueued (10 POSTs at a time), timed until all are terminal.
+  for (let r = 0; r < s.repeats; r++) {
+    const t = performance.now();
+    const ids = await inBatches(s.jobBatch, 10, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
+    await until(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
+    const failed = ids.length - await countActions(ctx.db, ids, ['completed']);
+    recordValue(figures, 'svc.jobs', ids.length / ((performance.now() - t) / 1000), failed);
+  }
+
+  await measureWebhooks(ctx, api.url, b, figures);
+
+  // Polls with the API process alone (the worker stopped), 50 connections.
+  await worker.stop();
+  const headers = { Authorization: `Bearer ${a.apiKey}` };
+  const polls: [string, string][] = [
+    ['svc.status', `${V1}/status/${seeded.action_id}`], ['svc.job', `/api/v2/jobs/${job.job_id}`], ['svc.balance', `${V1}/balance`],
+  ];
+  await warmUp({ url: `${api.url}${polls[0][1]}`, connections: s.connections, durationSec: 1, headers });
+  for (let r = 0; r < s.repeats; r++) {
+    for (const [key, route] of polls) recordLoad(figures, key, await httpLoad({ url: `${api.url}${route}`, connections: s.connections, durationSec: s.durationSec, headers }));
+  }
+
+  await measureMemory(ctx, api.url, a, queue, figures);
+  return { apiKey: a.apiKey, actionId: seeded.action_id };
+}
+
+/**
+ * Webhook deliveries per second to a fast local HTTPS receiver: N jobs of an account with a registered webhook
+ * make N deliveries; then all N are redelivered at once (the delivery workflow alone, 10 requests at a time) and
+ * timed until the receiver has them all. Repeated.
+ */
+async function measureWebhooks(ctx: ServiceContext, base: string, account: Account, figures: Figures): Promise<void> {
+  const s = ctx.settings;
+  const receiver = ctx.receiver;
+  if (!receiver) throw new Error('no webhook receiver');
+  const hook = await expectOk(base, account.apiKey, 'POST', `${V1}/webhooks`, JSON.stringify({ url: `${receiver.url}/hook`, events: ['generation.completed'] }));
+  const received = () => receiver.count('/hook');
+  await inBatches(s.webhookBatch, 10, () => expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody));
+  await until(async () => received(), (n) => n >= s.webhookBatch, 600_000, 50);
+  const deliveries = async () => (await expectOk(base, account.apiKey, 'GET', `${V1}/webhooks/${hook.id}/deliveries?limit=100`)).deliveries as { delivery_id: string; status: string }[];
+  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  try {
+    const temporal = new Client({ connection, namespace: 'default' });
+    for (let r = 0; r < s.repeats; r++) {
+      const list = await until(deliveries, (d) => d.length >= s.webhookBatch && d.every((x) => x.status !== 'pending'), 60_000);
+      // A delivery's row is final a moment before its workflow closes; a redelivery needs it closed.
+      await Promise.all(list.map((d) => temporal.workflow.getHandle(deliveryWorkflowId(d.delivery_id)).result()));
+      const before = received();
+      const t = performance.now();
+      await inBatches(list.length, 10, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${list[i].delivery_id}/redeliver`));
+      await until(async () => received(), (n) => n >= before + list.length, 600_000, 20);
+      recordValue(figures, 'svc.webhooks', list.length / ((performance.now() - t) / 1000));
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * Worker memory with workflows in flight: a worker serving only the main queue (`WORKER_QUEUES=main`) takes each
+ * action to `processing` and its render then waits on the provider's queue, which nobody serves, so the workflows
+ * stay open in the worker. RSS is read at each step; per workflow is the growth over the idle worker's RSS.
+ */
+async function measureMemory(ctx: ServiceContext, base: string, account: Account, queue: string, figures: Figures): Promise<void> {
+  const worker = await startService(ctx, 'worker', 'worker-memory', queue, { WORKER_QUEUES: 'main' });
+  try {
+    await sleep(2000);
+    const idle = rssMiB(worker.pid);
+    recordValue(figures, 'mem.idle', idle);
+    const ids: number[] = [];
+    for (const target of ctx.settings.inFlightSteps) {
+      const more = await inBatches(target - ids.length, 10, async () => (await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
+      ids.push(...more);
+      await until(() => countActions(ctx.db, ids, ['processing']), (n) => n === ids.length, 900_000, 200);
+      await sleep(1500); // the last workflow tasks settle
+      const rss = rssMiB(worker.pid);
+      recordValue(figures, `mem.rss.${target}`, rss);
+      recordValue(figures, `mem.per_workflow.${target}`, (rss - idle) / target);
+    }
+  } finally {
+    await worker.stop();
+  }
+}
+
+/** POST /generate/photo accepted per second, 50 connections, to a process of `mode` on a queue of its own. */
+export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all', figures: Figures): Promise<void> {
+  const s = ctx.settings;
+  const service = await startService(ctx, mode, `${mode}-accept`, `bench-accept-${mode}`);
+  try {
+    const account = await newAccount(ctx.db, `bench accept ${mode}`);
+    const options = {
+      url: `${service.url}${V1}/generate/photo`, connections: s.connections, method: 'POST', body: ctx.photoBody,
+      headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
+    };
+    await warmUp({ ...options, durationSec: 1 });
+    for (let r = 0; r < s.repeats; r++) recordLoad(figures, `svc.post_${mode}`, await httpLoad({ ...options, durationSec: s.durationSec }));
+  } finally {
+    await service.stop();
+  }
+}
+
+export const randomSecret = () => randomBytes(32).toString('hex');

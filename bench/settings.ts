@@ -1,0 +1,34 @@
+/** How much a run measures: `full` (the committed figures), `quick` (under 2 minutes) or `smoke` (the test suite's). */
+export type BenchMode = 'full' | 'quick' | 'smoke';
+
+export interface BenchSettings {
+  mode: BenchMode;
+  /** Repetitions of each figure. */
+  repeats: number;
+  /** Seconds of each HTTP or start load. */
+  durationSec: number;
+  /** Connections (or starts) in flight. */
+  connections: number;
+  /** One-alone runs whose median is reported (one workflow, one job). */
+  singleRuns: number;
+  /** One-activity workflows through the floor's worker. */
+  floorBatch: number;
+  /** Jobs enqueued for the service's jobs-per-second figure. */
+  jobBatch: number;
+  /** Webhook deliveries per repetition (at most 100: the deliveries list's page). */
+  webhookBatch: number;
+  /** Workflows in flight at which the worker's memory is read. */
+  inFlightSteps: number[];
+  /** Repetitions of each provider-cost render. */
+  providerRepeats: number;
+}
+
+export function settingsFor(mode: BenchMode): BenchSettings {
+  if (mode === 'full') {
+    return { mode, repeats: 3, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3 };
+  }
+  if (mode === 'quick') {
+    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, floorBatch: 60, jobBatch: 20, webhookBatch: 10, inFlightSteps: [1, 10, 100], providerRepeats: 1 };
+  }
+  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, floorBatch: 10, jobBatch: 5, webhookBatch: 2, inFlightSteps: [1], providerRepeats: 1 };
+}

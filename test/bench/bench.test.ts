@@ -1,0 +1,71 @@
+/**
+ * The benchmark keeps starting: a tiny slice of `npm run bench` against the suite's own dev server and database
+ * (the HTTP floors, the workflow floors, and POST /generate/photo on a real API process, a second each), and the
+ * report's shape.
+ */
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import path from 'node:path';
+import { openDatabase } from '../../src/db/data-source';
+import { measureHttpFloors, measureWorkflowFloors } from '../../bench/floors';
+import type { Figures } from '../../bench/measured';
+import { stopAll } from '../../bench/processes';
+import { backendReport, renderMarkdown, Report } from '../../bench/report';
+import { jpegBase64 } from '../../bench/photo';
+import { measureAccept, randomSecret, ServiceContext } from '../../bench/service';
+import { settingsFor } from '../../bench/settings';
+import { newAccount, placeAction } from '../support/fixtures';
+import { testEnvironment } from '../support/environment';
+
+describe('benchmark harness (smoke)', function () {
+  this.timeout(180_000);
+
+  after(() => stopAll());
+
+  it('measures a floor and a service figure and reports them beside each other', async () => {
+    const env = testEnvironment();
+    const settings = settingsFor('smoke');
+    const db = await openDatabase(env.databaseUrl, { migrate: false, poolSize: 2 });
+    try {
+      const { accountId, apiKey } = await newAccount(db);
+      const actionId = await placeAction(db, accountId);
+      const dataDir = path.join(os.tmpdir(), `imagery-bench-smoke-${process.pid}`);
+      const figures: Figures = {};
+      const floorCtx = { settings, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, logDir: dataDir, apiKey, actionId };
+      await measureHttpFloors(floorCtx, figures);
+      await measureWorkflowFloors(floorCtx, figures);
+      const ctx: ServiceContext = {
+        settings, db, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, dataDir,
+        photoBody: JSON.stringify({ images: [{ data: await jpegBase64() }], product_name: 'Bench cup', category_id: 'home', resolution: '1K' }),
+        env: {
+          ASSET_STORE: 'file', ASSETS_DIR: path.join(dataDir, 'assets'), ASSET_SIGNING_SECRET: randomSecret(), SECRETS_KEY: randomSecret(),
+          RATE_LIMIT_PER_MINUTE: '1000000000', LOCAL_RENDERER_COST: 'zero', RECONCILE_GRACE_SECONDS: '86400',
+        },
+      };
+      await measureAccept(ctx, 'api', figures);
+
+      const report = backendReport('dev', figures, settings.inFlightSteps, []);
+      const byKey = (key: string) => report.rows.find((r) => r.key === key)!;
+      for (const key of ['floor.const', 'floor.select', 'floor.starts', 'floor.e2e', 'floor.batch', 'svc.post_api']) {
+        assert.ok(byKey(key).service && byKey(key).service!.median > 0, `${key} measured`);
+      }
+      const accepted = byKey('svc.post_api');
+      assert.equal(accepted.floorKey, 'floor.starts');
+      assert.ok(accepted.ratio! > 0);
+      assert.equal(byKey('svc.status').service, null, 'what was not measured says so');
+      assert.equal(byKey('svc.status').note, 'not measured in this run');
+      assert.equal(report.targets.length, 9);
+      assert.ok(report.targets.every((t) => t.pass === null || typeof t.pass === 'boolean'));
+
+      const full: Report = {
+        mode: 'smoke', date: new Date().toISOString(), durationSec: 1, machine: { cpu: 'x', cores: 2, memoryGiB: 1, os: 'x' },
+        versions: { node: process.version }, settings: { ...settings }, providerCostMs: [], backends: [report], notes: [],
+      };
+      const markdown = renderMarkdown(full, 'npm run bench');
+      assert.match(markdown, /\| POST \/generate\/photo accepted, API process alone \| req\/s \| [\d.]+ \|/);
+      assert.match(markdown, /not measured/);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
