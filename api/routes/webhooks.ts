@@ -1,7 +1,7 @@
 /**
  * Registered webhooks: create (the secret is shown once), list, delete, and the delivery log with redelivery.
  */
-import { WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Context } from 'koa';
 import { sqlRow, sqlRows } from '../../src/db/sql';
 import { MAX_WEBHOOKS, newWebhookSecret, REGISTERED_ATTEMPTS, WEBHOOK_EVENTS } from '../../src/domain/webhooks';
@@ -167,27 +167,37 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
       async handle(ctx, { params }) {
         await ownWebhook(ctx, params.webhook_id);
         const delivery = await sqlRow(db.manager,
-          `UPDATE webhook_deliveries SET status = 'pending', updated_at = now()
-            WHERE id = $1 AND webhook_id = $2 AND status <> 'pending'
-            RETURNING id, event, action_id, status, attempts, max_attempts, last_status_code, last_error, last_attempt_at, delivered_at, created_at`,
+          `UPDATE webhook_deliveries d SET status = 'pending', updated_at = now()
+             FROM (SELECT id, status AS previous_status FROM webhook_deliveries WHERE id = $1 FOR UPDATE) p
+            WHERE d.id = p.id AND d.webhook_id = $2 AND d.status <> 'pending'
+            RETURNING d.id, d.event, d.action_id, d.status, d.attempts, d.max_attempts, d.last_status_code, d.last_error,
+                      d.last_attempt_at, d.delivered_at, d.created_at, p.previous_status`,
           [params.delivery_id, params.webhook_id]);
         if (!delivery) {
           const exists = await sqlRow(db.manager, 'SELECT 1 FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2', [params.delivery_id, params.webhook_id]);
           if (!exists) throw notFound(`Delivery ${params.delivery_id}`);
           throw new AppError(409, 'delivery_in_progress', 'The delivery is still being attempted');
         }
-        await temporal.workflow.start('webhookDeliveryWorkflow', {
-          taskQueue: config.taskQueue,
-          workflowId: deliveryWorkflowId(delivery.id),
-          args: [{ deliveryId: delivery.id, maxAttempts: REGISTERED_ATTEMPTS, retryInitialMs: config.webhookRetryInitialMs }],
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-          typedSearchAttributes: [
-            { key: SEARCH_ATTRIBUTES.actionId, value: delivery.action_id },
-            { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
-          ],
-          staticSummary: `${delivery.event} → registered webhook (redelivery)`,
-        });
-        const { id, ...rest } = delivery;
+        const { previous_status: previousStatus, ...answer } = delivery;
+        try {
+          await temporal.workflow.start('webhookDeliveryWorkflow', {
+            taskQueue: config.taskQueue,
+            workflowId: deliveryWorkflowId(delivery.id),
+            args: [{ deliveryId: delivery.id, maxAttempts: REGISTERED_ATTEMPTS, retryInitialMs: config.webhookRetryInitialMs }],
+            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+            typedSearchAttributes: [
+              { key: SEARCH_ATTRIBUTES.actionId, value: delivery.action_id },
+              { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
+            ],
+            staticSummary: `${delivery.event} → registered webhook (redelivery)`,
+          });
+        } catch (err) {
+          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+          // The last attempt's workflow has recorded its outcome but not closed yet: as good as in progress.
+          await db.query(`UPDATE webhook_deliveries SET status = $2 WHERE id = $1 AND status = 'pending'`, [delivery.id, previousStatus]);
+          throw new AppError(409, 'delivery_in_progress', 'The delivery is still being attempted');
+        }
+        const { id, ...rest } = answer;
         ctx.status = 202;
         ctx.body = {
           delivery_id: id, ...rest, last_attempt_at: iso(rest.last_attempt_at), delivered_at: iso(rest.delivered_at), created_at: iso(rest.created_at),

@@ -272,6 +272,31 @@ describe('webhooks', function () {
       assert.equal(received(path)[1].headers['x-service-job-id'], jobId);
       assert.equal((await call('POST', `${V1}/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).status, 404);
     });
+
+    it('answers 409 delivery_in_progress, changing nothing, while the last attempt\'s workflow has not closed yet', async () => {
+      const { call } = await account();
+      const path = uniquePath('closing');
+      const hook = await register(call, path);
+      await generate(call);
+      const { jobId } = await deliveryAt(path);
+      await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result();
+      const [before] = await stack.db.query('SELECT status FROM webhook_deliveries WHERE id = $1', [jobId]);
+      // The delivery's row says delivered while a run under its workflow id is still open (as in its last moments).
+      const open = await stack.temporal.workflow.start('webhookDeliveryWorkflow', {
+        taskQueue: `nobody-polls-${jobId}`, workflowId: deliveryWorkflowId(jobId),
+        args: [{ deliveryId: jobId, maxAttempts: 1, retryInitialMs: 100 }],
+      });
+      try {
+        const refused = await call('POST', `${V1}/webhooks/${hook.id}/deliveries/${jobId}/redeliver`);
+        assert.equal(refused.status, 409);
+        assert.equal(refused.body.detail.error, 'delivery_in_progress');
+        assert.deepEqual(await stack.db.query('SELECT status FROM webhook_deliveries WHERE id = $1', [jobId]), [before]);
+      } finally {
+        await open.terminate('test over');
+      }
+      assert.equal((await call('POST', `${V1}/webhooks/${hook.id}/deliveries/${jobId}/redeliver`)).status, 202, 'and redelivers once it has closed');
+      await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result();
+    });
   });
 
   describe('the send-time address check', () => {
