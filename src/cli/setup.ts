@@ -6,7 +6,7 @@
  */
 import { loadConfig } from '../config';
 import { openDatabase } from '../db/data-source';
-import { ensureS3Gateway, VERSITYGW_VERSION } from '../storage/s3-gateway';
+import { ensureS3Gateway, VERSITYGW_VERSION } from '../storage/s3/s3-gateway';
 import { ensureTemporalCli, TEMPORAL_CLI_VERSION } from '../temporal/dev-server';
 import { ensureTemporalServer, TEMPORAL_SERVER_VERSION } from '../temporal/server';
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { openDatabase } from '../db/data-source';
 import { log } from '../log';
 import { loadSecret } from '../secrets';
-import { startS3Gateway, S3Gateway } from '../storage/s3-gateway';
+import { startS3Gateway, S3Gateway } from '../storage/s3/s3-gateway';
 import { startTemporalServer, TemporalServer } from '../temporal/server';
 import { startUiServer, UiServer } from '../temporal/ui-server';
 import { ServiceMode, ServiceProcess, startServiceProcess } from './service-process';

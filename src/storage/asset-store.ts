@@ -1,6 +1,6 @@
 /**
  * Stored files (request inputs and rendered results), addressed by a relative key. The port is small on purpose:
- * `FileAssetStore` (below, one root folder) and `S3AssetStore` (s3-asset-store.ts) stand behind it, chosen by
+ * `FileAssetStore` (below, one root folder) and `S3AssetStore` (s3/s3-asset-store.ts) stand behind it, chosen by
  * `createAssetStore` from the configuration.
  */
 import { mkdir, open as fsOpen, opendir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';

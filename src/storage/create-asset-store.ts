@@ -1,7 +1,7 @@
 /** The asset store the configuration chooses (`ASSET_STORE`): the composition root's one line for storage. */
 import type { Config } from '../config';
 import { type AssetStore, FileAssetStore } from './asset-store';
-import { S3AssetStore } from './s3-asset-store';
+import { S3AssetStore } from './s3/s3-asset-store';
 
 export type AssetStoreConfig = Pick<Config, 'assetStore' | 'assetsDir' | 's3Bucket' | 's3Endpoint' | 's3Region' | 's3ForcePathStyle'
   | 's3AccessKeyId' | 's3SecretAccessKey' | 's3Prefix'>;

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { AssetNotFound, type AssetStore, type ByteRange, FileAssetStore, RangeNotSatisfiable } from '../../src/storage/asset-store';
-import { MAX_PRESIGN_SECONDS, S3AssetStore } from '../../src/storage/s3-asset-store';
+import { MAX_PRESIGN_SECONDS, S3AssetStore } from '../../src/storage/s3/s3-asset-store';
 import { testEnvironment, testS3Store } from '../support/environment';
 import { eventually } from '../support/fixtures';
 

@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
-import { S3AssetStore } from '../../src/storage/s3-asset-store';
-import { startS3Gateway } from '../../src/storage/s3-gateway';
+import { S3AssetStore } from '../../src/storage/s3/s3-asset-store';
+import { startS3Gateway } from '../../src/storage/s3/s3-gateway';
 import { freePort } from '../../src/temporal/dev-server';
 
 describe('startS3Gateway', function () {

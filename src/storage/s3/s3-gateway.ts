@@ -4,9 +4,9 @@
  * started on loopback, with the bucket created, and stopped with the process that started it.
  */
 import { mkdirSync } from 'node:fs';
-import { log } from '../log';
-import { ensureGoTools, toolEnv } from '../tools/go-tools';
-import { startToolProcess } from '../tools/tool-process';
+import { log } from '../../log';
+import { ensureGoTools, toolEnv } from '../../tools/go-tools';
+import { startToolProcess } from '../../tools/tool-process';
 import { ensureBucket } from './s3-asset-store';
 
 export const VERSITYGW_VERSION = 'v1.8.0';

@@ -12,7 +12,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import {
   AssetNotFound, type AssetStore, assertValidAssetKey, assertValidKeyPrefix, type ByteRange, contentTypeOf,
   RangeNotSatisfiable, resolveRange, type StoredAsset, type StoredObject,
-} from './asset-store';
+} from '../asset-store';
 
 /** What S3 itself accepts as the lifetime of a presigned URL (SigV4: 7 days). */
 export const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
