@@ -23,12 +23,16 @@ export async function resolveProject(
     return projectId;
   }
   if (caller.defaultGrouping === 'api_key_inbox') {
+    // The key's inbox exists after its first request: look first, create only when missing (a concurrent first
+    // request may create it in between: then read the one it made).
+    const inbox = async () => (await sqlRow(m, 'SELECT id FROM projects WHERE inbox_key_id = $1', [caller.keyId]))?.id as number | undefined;
+    const existing = await inbox();
+    if (existing !== undefined) return existing;
     const created = await sqlRow(m,
       `INSERT INTO projects (account_id, name, source, inbox_key_id) VALUES ($1, $2, 'api_inbox', $3)
        ON CONFLICT (inbox_key_id) WHERE inbox_key_id IS NOT NULL DO NOTHING RETURNING id`,
       [caller.accountId, caller.keyName, caller.keyId]);
-    if (created) return created.id;
-    return (await sqlRow(m, 'SELECT id FROM projects WHERE inbox_key_id = $1', [caller.keyId]))!.id;
+    return created ? created.id : (await inbox())!;
   }
   return insertProject(m, caller, hints, 'api');
 }

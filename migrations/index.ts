@@ -8,6 +8,7 @@ import { ActionParamsIndex1732300000006 } from './1732300000006-ActionParamsInde
 import { ProviderRouting1732300000007 } from './1732300000007-ProviderRouting';
 import { HelperUsage1732300000009 } from './1732300000009-HelperUsage';
 import { Funnels1732300000010 } from './1732300000010-Funnels';
+import { HoldsReservedAtCommit1732300000011 } from './1732300000011-HoldsReservedAtCommit';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   ProviderRouting1732300000007,
   HelperUsage1732300000009,
   Funnels1732300000010,
+  HoldsReservedAtCommit1732300000011,
 ];

@@ -8,7 +8,7 @@ import type { ActionProduct, ActionType } from '../../src/db/entities/action';
 import type { Capability } from '../../src/providers';
 import { sqlRow } from '../../src/db/sql';
 import { abandonStart, confirmStart } from '../../src/domain/action-states';
-import { holdSparks, InsufficientSparks } from '../../src/domain/billing';
+import { holdSparks, InsufficientSparks, transactionWithHolds } from '../../src/domain/billing';
 import { log } from '../../src/log';
 import { ProviderRoute, providerTaskQueue } from '../../src/temporal/contract';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
@@ -77,7 +77,7 @@ function routeFor({ providers, config }: Pick<ApiServices, 'providers' | 'config
 async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse> {
   const { db, temporal, config } = services;
   const provider = routeFor(services, spec.product);
-  const { placed, response } = await db.transaction(async (m) => {
+  const { placed, response } = await transactionWithHolds(db, spec.caller.accountId, spec.price, async (m) => {
     if (spec.idempotency) await claimKey(m, spec.idempotency);
     const where = await place(m, spec.caller, spec.placement);
     const action = await sqlRow(m,
@@ -86,12 +86,7 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
        VALUES ($1, $2, $3, $4, $5, 'pending', 'starting', $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
       [spec.caller.accountId, where.projectId, where.cardId, spec.type, spec.product, where.depth, where.parentActionId,
         spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null, provider.name]);
-    try {
-      await holdSparks(m, spec.caller.accountId, action!.id, spec.price);
-    } catch (err) {
-      if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
-      throw err;
-    }
+    await holdSparks(m, spec.caller.accountId, action!.id, spec.price); // reserved as this transaction commits
     if (spec.job) {
       await m.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase, provider) VALUES ($1, $2, $3, $4, 'queued', 'queued', $5)`,
         [spec.job.id, spec.caller.accountId, action!.id, spec.job.type, provider.name]);
@@ -101,6 +96,9 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
     const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
     if (spec.idempotency) await recordResponse(m, spec.idempotency, response, placed.actionId);
     return { placed, response };
+  }).catch((err) => {
+    if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
+    throw err;
   });
 
   // Committed as `starting`: the action is accepted only once its workflow has started and that is confirmed.

@@ -59,7 +59,7 @@ export function editRoutes(services: ApiServices): Route[] {
         const source = await editableSource(services, caller, params.action_id);
         const editParams: EditParams = { source: source.assetPath!, instruction: body.instruction };
         const response = await submitAction(services, {
-          caller, type: 'edit', product: 'edit', price: (await readPriceList(db.manager)).improvement, params: editParams,
+          caller, type: 'edit', product: 'edit', price: (await readPriceList(db)).improvement, params: editParams,
           idempotency: claim, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
           placement: newVersionOf(source),
           respond: (placed) => ({

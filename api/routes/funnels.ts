@@ -293,7 +293,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
           creativity: style === 'infographic' ? setup?.creativity ?? 0.5 : 0, aspectRatio: setup?.aspect_ratio ?? '3:4', locale: funnel.locale,
         };
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'card', price: (await readPriceList(db.manager)).generation, params: cardParams, idempotency: claim,
+          caller, type: 'generate', product: 'card', price: (await readPriceList(db)).generation, params: cardParams, idempotency: claim,
           placement: {
             kind: 'new-card', projectId: funnel.project_id, aspectRatio: cardParams.aspectRatio, contentType: 'photo',
             hints: { name: product.product_name, productName: product.product_name, categoryId: product.category_id, conceptId: cardParams.conceptId },

@@ -101,7 +101,7 @@ export function generationKit(services: ApiServices) {
     const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
     const images = await readImages(body.images, 'images', caller);
     const found = await detect(images, locale, body, undefined);
-    const price = photoPrice(await readPriceList(db.manager), body.resolution);
+    const price = photoPrice(await readPriceList(db), body.resolution);
     const params: PhotoParams = {
       inputs: inputKeys(images), productName: found.productName, categoryId: found.categoryId,
       conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
@@ -172,7 +172,7 @@ export function generateRoutes(services: ApiServices): Route[] {
           creativity: body.style === 'infographic' ? body.creativity : 0, aspectRatio: body.aspect_ratio, locale,
         };
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'card', price: (await readPriceList(db.manager)).generation, params,
+          caller, type: 'generate', product: 'card', price: (await readPriceList(db)).generation, params,
           inputs: reference ? [...images, reference] : images, idempotency: claim,
           placement: newCard(body, found),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
@@ -201,7 +201,7 @@ export function generateRoutes(services: ApiServices): Route[] {
           throw new AppError(400, 'image_too_small', `image is ${image.width}x${image.height}; a video needs at least ${MIN_VIDEO_SIDE}x${MIN_VIDEO_SIDE}`);
         }
         const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
-        const prices = await readPriceList(db.manager);
+        const prices = await readPriceList(db);
         const params: VideoParams = {
           input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario,
           durationSec: body.duration_sec, loopMode: body.loop_mode, cardMode: body.card_mode, aspectRatio: body.aspect_ratio,

@@ -26,7 +26,7 @@ export function infoRoutes({ db }: ApiServices): Route[] {
       method: 'get', path: '/pricing', operationId: 'getPricing', tag: 'Information', summary: 'Current prices in sparks',
       responses: { 200: { description: 'The price list', schema: ref('Pricing') } },
       async handle(ctx) {
-        ctx.body = await readPriceList(db.manager);
+        ctx.body = await readPriceList(db);
       },
     },
     {

@@ -165,7 +165,7 @@ export function jobRoutes(services: ApiServices): Route[] {
         const params: EditParams = { source: source.assetPath!, instruction: body.instruction };
         const jobId = randomUUID();
         const response = await submitAction(services, {
-          caller, type: 'edit', product: 'edit', price: (await readPriceList(db.manager)).improvement, params, idempotency: claim,
+          caller, type: 'edit', product: 'edit', price: (await readPriceList(db)).improvement, params, idempotency: claim,
           job: { id: jobId, type: 'edit.execute' }, status: 202, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
           placement: newVersionOf(source),
           respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit'),

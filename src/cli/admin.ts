@@ -89,11 +89,11 @@ async function run(db: DataSource, command: string, o: Record<string, string | b
       const set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
       if (Object.keys(set).length === 0) throw new UsageError('give at least one of --generation, --improvement, --video-5sec, --video-10sec');
       await db.getRepository(Pricing).update({ id: 1 }, set);
-      const prices = await readPriceList(db.manager);
+      const prices = await readPriceList(db);
       return { json: prices, text: JSON.stringify(prices) };
     }
     case 'pricing:show': {
-      const prices = await readPriceList(db.manager);
+      const prices = await readPriceList(db);
       return { json: prices, text: JSON.stringify(prices) };
     }
     default:

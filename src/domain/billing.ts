@@ -1,12 +1,12 @@
 /**
- * Sparks: holds, charges, releases and grants. Each is one conditional statement pair inside the caller's
- * transaction, so it happens exactly once whatever retries or duplicates occur:
- * - a hold is a row unique per action (or, for a hold that belongs to no action, one open row per `reference`), and
- *   `accounts.held` grows only if `balance - held` covers it;
+ * Sparks: holds, charges, releases and grants. Each happens exactly once whatever retries or duplicates occur:
+ * - a hold is a row unique per action (or, for a hold that belongs to no action, one open row per `reference`); it
+ *   raises `accounts.held` as its transaction commits (a deferred trigger, migration HoldsReservedAtCommit), and the
+ *   `accounts_held_covered` check fails that commit when `balance - held` does not cover it (`transactionWithHolds`);
  * - charge and release move a hold out of `held` once (`WHERE status = 'held'`); the loser of a race sees 0 rows;
  * - a charge writes one ledger row with a unique reference, and the balance moves with it.
  */
-import { EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { sqlRow } from '../db/sql';
 
 export class InsufficientSparks extends Error {
@@ -23,23 +23,25 @@ export async function readBalance(manager: EntityManager, accountId: number): Pr
   return { balance: row.balance, available: row.balance - row.held, holds: row.held };
 }
 
-/** Moves `amount` into `held` if `balance - held` covers it; throws InsufficientSparks (changing nothing) if not. */
-async function reserveSparks(manager: EntityManager, accountId: number, amount: number): Promise<void> {
-  const reserved = await sqlRow(manager,
-    `UPDATE accounts SET held = held + $2, updated_at = now()
-      WHERE id = $1 AND balance - held >= $2
-      RETURNING id`,
-    [accountId, amount],
-  );
-  if (!reserved) {
-    const { available } = await readBalance(manager, accountId);
-    throw new InsufficientSparks(available, amount);
+/**
+ * Runs `work`, which makes holds of `accountId` (holdSparks, holdSparksUnder), in a transaction. The holds are
+ * reserved as it commits: the account's row lock, which every request of the account waits for, is then held for
+ * Postgres's commit alone, never for round trips through a busy process. When `balance - held` does not cover
+ * them, the commit fails, nothing of the transaction is kept, and this throws InsufficientSparks (`required` is
+ * what the caller held; `available` is read after the rollback).
+ */
+export async function transactionWithHolds<T>(db: DataSource, accountId: number, required: number, work: (m: EntityManager) => Promise<T>): Promise<T> {
+  try {
+    return await db.transaction(work);
+  } catch (err) {
+    const e = err as { code?: string; constraint?: string };
+    if (e.code !== '23514' || e.constraint !== 'accounts_held_covered') throw err;
+    throw new InsufficientSparks((await readBalance(db.manager, accountId)).available, required);
   }
 }
 
-/** Reserves `amount` for `actionId`; throws InsufficientSparks (and changes nothing) when it is not covered. */
+/** Holds `amount` for `actionId`, reserved when the transaction commits (see transactionWithHolds). */
 export async function holdSparks(manager: EntityManager, accountId: number, actionId: number, amount: number): Promise<void> {
-  await reserveSparks(manager, accountId, amount);
   await manager.query(
     `INSERT INTO spark_holds (account_id, action_id, amount, status) VALUES ($1, $2, $3, 'held')`,
     [accountId, actionId, amount],
@@ -47,11 +49,10 @@ export async function holdSparks(manager: EntityManager, accountId: number, acti
 }
 
 /**
- * Reserves `amount` under `reference`, for a hold that belongs to no action (a paid block of helper calls). Only
- * one hold per reference can be open; throws InsufficientSparks (and changes nothing) when it is not covered.
+ * Holds `amount` under `reference`, for a hold that belongs to no action (a paid block of helper calls), reserved
+ * when the transaction commits (see transactionWithHolds). Only one hold per reference can be open.
  */
 export async function holdSparksUnder(manager: EntityManager, accountId: number, reference: string, amount: number): Promise<void> {
-  await reserveSparks(manager, accountId, amount);
   await manager.query(
     `INSERT INTO spark_holds (account_id, reference, amount, status) VALUES ($1, $2, $3, 'held')`,
     [accountId, reference, amount],

@@ -14,7 +14,7 @@
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
-import { holdSparksUnder, InsufficientSparks, Settlement, settleHoldUnder } from './billing';
+import { holdSparksUnder, InsufficientSparks, Settlement, settleHoldUnder, transactionWithHolds } from './billing';
 
 export const FREE_HELPER_CALLS = 100;
 export const HELPER_CALLS_PER_SPARK = 20;
@@ -44,25 +44,25 @@ export interface HelperReservation { id: string; accountId: number; day: string 
 
 /** Reserves one call of today; holds 1 spark when it opens a paid block, else throws HelperCallUnpaid. */
 export async function reserveHelperCall(db: DataSource, accountId: number): Promise<HelperReservation> {
-  return db.transaction(async (m) => {
-    const count = await sqlRow(m,
-      `INSERT INTO helper_usage (account_id, day, pending) VALUES ($1, ${TODAY}, 1)
-       ON CONFLICT (account_id, day) DO UPDATE SET pending = helper_usage.pending + 1
-       RETURNING day::text AS day, used, pending`, [accountId]);
-    const { day, used, pending } = count!;
-    const block = paidBlocks(used + pending);
-    if (block > paidBlocks(used + pending - 1)) {
-      try {
-        await holdSparksUnder(m, accountId, blockReference(accountId, day, block), 1);
-      } catch (err) {
-        if (err instanceof InsufficientSparks) throw new HelperCallUnpaid(used);
-        throw err;
-      }
-    }
-    const reservation = await sqlRow(m,
-      'INSERT INTO helper_reservations (account_id, day) VALUES ($1, $2) RETURNING id::text AS id', [accountId, day]);
-    return { id: reservation!.id, accountId, day };
-  });
+  let usedToday = 0;
+  try {
+    return await transactionWithHolds(db, accountId, 1, async (m) => {
+      const count = await sqlRow(m,
+        `INSERT INTO helper_usage (account_id, day, pending) VALUES ($1, ${TODAY}, 1)
+         ON CONFLICT (account_id, day) DO UPDATE SET pending = helper_usage.pending + 1
+         RETURNING day::text AS day, used, pending`, [accountId]);
+      const { day, used, pending } = count!;
+      usedToday = used;
+      const block = paidBlocks(used + pending);
+      if (block > paidBlocks(used + pending - 1)) await holdSparksUnder(m, accountId, blockReference(accountId, day, block), 1);
+      const reservation = await sqlRow(m,
+        'INSERT INTO helper_reservations (account_id, day) VALUES ($1, $2) RETURNING id::text AS id', [accountId, day]);
+      return { id: reservation!.id, accountId, day };
+    });
+  } catch (err) {
+    if (err instanceof InsufficientSparks) throw new HelperCallUnpaid(usedToday);
+    throw err;
+  }
 }
 
 /** Counts a reserved call that succeeded and charges the block it completes into. False if it had expired. */

@@ -1,5 +1,5 @@
-import { EntityManager } from 'typeorm';
-import { Pricing } from '../db/entities';
+import type { DataSource } from 'typeorm';
+import { prepared, preparedRow } from '../db/prepared';
 
 export interface PriceList {
   generation: number;
@@ -11,9 +11,13 @@ export interface PriceList {
 /** Extra sparks for a 4K photo on top of `generation` (the contract's "4K + 2"). */
 export const FOUR_K_SURCHARGE = 2;
 
-export async function readPriceList(manager: EntityManager): Promise<PriceList> {
-  const row = await manager.findOneByOrFail(Pricing, { id: 1 });
-  return { generation: row.generation, improvement: row.improvement, video_5sec: row.video5sec, video_10sec: row.video10sec };
+/** Read on every generation request (it sets the hold), so a lean prepared read; the row always exists. */
+const PRICE_LIST = prepared('price_list', 'SELECT generation, improvement, video_5sec, video_10sec FROM pricing WHERE id = 1');
+
+export async function readPriceList(db: DataSource): Promise<PriceList> {
+  const row = await preparedRow<PriceList>(db, PRICE_LIST, []);
+  if (!row) throw new Error('the pricing row is missing');
+  return { generation: row.generation, improvement: row.improvement, video_5sec: row.video_5sec, video_10sec: row.video_10sec };
 }
 
 export function photoPrice(prices: PriceList, resolution: string): number {

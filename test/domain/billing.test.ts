@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { DataSource } from 'typeorm';
 import { openDatabase } from '../../src/db/data-source';
-import { grantSparks, holdSparks, InsufficientSparks, readBalance, settleHold } from '../../src/domain/billing';
+import { grantSparks, holdSparks, InsufficientSparks, readBalance, settleHold, transactionWithHolds } from '../../src/domain/billing';
 import { testEnvironment } from '../support/environment';
 import { assertMoneyConsistent, newAccount, placeAction } from '../support/fixtures';
 
@@ -15,13 +15,18 @@ describe('billing (real Postgres)', () => {
   it('holds what is available and refuses more, changing nothing', async () => {
     const { accountId } = await newAccount(db, 8);
     const first = await placeAction(db, accountId);
-    await db.transaction((m) => holdSparks(m, accountId, first, 5));
+    await transactionWithHolds(db, accountId, 5, (m) => holdSparks(m, accountId, first, 5));
     const second = await placeAction(db, accountId);
     await assert.rejects(
-      db.transaction((m) => holdSparks(m, accountId, second, 5)),
+      transactionWithHolds(db, accountId, 5, async (m) => {
+        await holdSparks(m, accountId, second, 5);
+        await m.query(`UPDATE actions SET status = 'processing' WHERE id = $1`, [second]); // not kept either
+      }),
       (err: unknown) => err instanceof InsufficientSparks && err.available === 3 && err.required === 5,
     );
     assert.deepEqual(await readBalance(db.manager, accountId), { balance: 8, holds: 5, available: 3 });
+    assert.deepEqual(await db.query('SELECT status FROM actions WHERE id = $1', [second]), [{ status: 'pending' }]);
+    assert.deepEqual(await db.query('SELECT count(*)::int AS n FROM spark_holds WHERE action_id = $1', [second]), [{ n: 0 }]);
     await assertMoneyConsistent(db, accountId);
   });
 
