@@ -37,4 +37,9 @@ export interface Caller {
   keyId: number;
   keyName: string;
   defaultGrouping: DefaultGrouping;
+  /**
+   * The account's sparks available (balance - held) when the request arrived, read with its key: a request whose
+   * price is beyond it is refused before anything is written. The hold made at commit stays the guarantee.
+   */
+  availableOnArrival: number;
 }

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../src/temporal/dev-server';
 import { closedLoop, httpLoad, inBatches, warmUp } from './load';
-import { Figures, recordLoad, recordValue } from './measured';
+import { measureCpu } from './cpu';
+import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { startBenchChild } from './processes';
 import { sleep } from './stats';
 import type { BenchSettings } from './settings';
@@ -52,10 +53,12 @@ export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures)
     const start = (i: number) => client.workflow.start('benchNoopWorkflow', { taskQueue: 'bench-floor-unserved', workflowId: `floor-start-${runId}-${i}` });
     await closedLoop(connections, 1000, (i) => start(-1 - i)); // warm-up (negative ids never collide with the measured ones)
     let offset = 0;
+    const subjects = { servicePids: [], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
     for (let r = 0; r < repeats; r++) {
-      const result = await closedLoop(connections, durationSec * 1000, (i) => start(offset + i));
+      const { result, cpu } = await measureCpu(subjects, () => closedLoop(connections, durationSec * 1000, (i) => start(offset + i)));
       offset += result.ok + result.failed + connections;
       recordLoad(figures, 'floor.starts', result);
+      recordCpu(figures, 'floor.starts', cpu, result.ok);
     }
 
     const taskQueue = `bench-floor-${runId}`;

@@ -1,4 +1,5 @@
 /** What each phase records: the samples of a figure, one per repetition, under a key the report knows. */
+import { CPU_GROUPS, CpuUse } from './cpu';
 import type { LoadResult } from './load';
 
 export interface Measured {
@@ -33,4 +34,14 @@ export function recordValue(figures: Figures, key: string, value: number, failed
 
 export function notMeasured(figures: Figures, key: string, why: string): void {
   figures[key] = { values: [], p50: [], p99: [], max: [], failed: 0, note: why };
+}
+
+/**
+ * The CPU of one repetition of a load, per completed operation: `cpu.<key>.<group>` in milliseconds for each group
+ * of processes, and `cpu.<key>.busy`, the machine's busy cores over the load.
+ */
+export function recordCpu(figures: Figures, key: string, cpu: CpuUse, operations: number): void {
+  if (operations <= 0) return;
+  for (const group of CPU_GROUPS) recordValue(figures, `cpu.${key}.${group}`, (cpu.seconds[group] * 1000) / operations);
+  recordValue(figures, `cpu.${key}.busy`, cpu.busyCores);
 }

@@ -2,6 +2,8 @@
  * From recorded samples to the report: each figure as median, min and max beside its floor and the ratio, the
  * issue's targets judged per backend, and BENCHMARKS.md.
  */
+import os from 'node:os';
+import { CPU_GROUP_LABELS, CPU_GROUPS, CpuGroup } from './cpu';
 import type { Figures, Measured } from './measured';
 import { Stat, stat } from './stats';
 
@@ -32,9 +34,22 @@ export interface Target {
   observed: string;
 }
 
+/** CPU milliseconds per completed operation of one load, by group of processes (medians of the repetitions). */
+export interface CpuRow {
+  key: string;
+  label: string;
+  perOperationMs: Record<CpuGroup, number | null>;
+  totalMs: number | null;
+  busyCores: number | null;
+  /** Operations per second the machine's cores allow at this CPU per operation, all of them busy. */
+  ceilingPerSecond: number | null;
+}
+
 export interface BackendReport {
   backend: Backend;
   rows: Row[];
+  cpu: CpuRow[];
+  cores: number;
   memory: { inFlight: number; rssMiB: Stat | null; perWorkflowMiB: Stat | null }[];
   idleWorkerRssMiB: Stat | null;
   targets: Target[];
@@ -97,6 +112,20 @@ export function row(figures: Figures, key: string): Row {
   };
 }
 
+const CPU_KEYS = ['floor.starts', 'svc.post_api', 'svc.post_all'];
+
+const median = (figures: Figures, key: string): number | null => (figures[key] ? stat(figures[key].values)?.median ?? null : null);
+
+function cpuRow(figures: Figures, key: string, cores: number): CpuRow {
+  const perOperationMs = Object.fromEntries(CPU_GROUPS.map((g) => [g, median(figures, `cpu.${key}.${g}`)])) as Record<CpuGroup, number | null>;
+  const known = Object.values(perOperationMs).filter((v): v is number => v !== null);
+  const totalMs = known.length ? known.reduce((a, b) => a + b, 0) : null;
+  return {
+    key, label: LABELS[key][0], perOperationMs, totalMs, busyCores: median(figures, `cpu.${key}.busy`),
+    ceilingPerSecond: totalMs ? (cores * 1000) / totalMs : null,
+  };
+}
+
 export function backendReport(backend: Backend, figures: Figures, inFlightSteps: number[], notes: string[]): BackendReport {
   const rows = SERVICE_ORDER.map((key) => row(figures, key));
   const memory = inFlightSteps.map((n) => ({
@@ -104,7 +133,11 @@ export function backendReport(backend: Backend, figures: Figures, inFlightSteps:
     rssMiB: figures[`mem.rss.${n}`] ? stat(figures[`mem.rss.${n}`].values) : null,
     perWorkflowMiB: figures[`mem.per_workflow.${n}`] ? stat(figures[`mem.per_workflow.${n}`].values) : null,
   }));
-  const report: BackendReport = { backend, rows, memory, idleWorkerRssMiB: figures['mem.idle'] ? stat(figures['mem.idle'].values) : null, targets: [], notes };
+  const cores = os.availableParallelism();
+  const cpu = CPU_KEYS.map((key) => cpuRow(figures, key, cores));
+  const report: BackendReport = {
+    backend, rows, cpu, cores, memory, idleWorkerRssMiB: figures['mem.idle'] ? stat(figures['mem.idle'].values) : null, targets: [], notes,
+  };
   report.targets = judge(report);
   return report;
 }
@@ -179,6 +212,36 @@ export function backendTable(b: BackendReport): string {
   return lines.join('\n');
 }
 
+/** Where the CPU of the POST loads and of their floor goes, and what that allows on this machine. */
+export function cpuSection(b: BackendReport): string[] {
+  const rows = b.cpu.filter((r) => r.totalMs !== null);
+  if (rows.length === 0) return [];
+  const ms = (v: number | null) => (v === null ? 'n/a' : v.toFixed(2));
+  const out = [
+    `CPU milliseconds per completed operation, by process, medians of the repetitions (Linux /proc, every process of the machine; ${b.cores} cores):`,
+    '',
+    `| load | ${CPU_GROUPS.map((g) => CPU_GROUP_LABELS[g]).join(' | ')} | total | busy cores | most per second on ${b.cores} cores at this CPU |`,
+    `| --- | ${CPU_GROUPS.map(() => '---').join(' | ')} | --- | --- | --- |`,
+    ...rows.map((r) => `| ${r.label} | ${CPU_GROUPS.map((g) => ms(r.perOperationMs[g])).join(' | ')} | ${ms(r.totalMs)} | ${r.busyCores === null ? 'n/a' : r.busyCores.toFixed(2)} | ${r.ceilingPerSecond === null ? 'n/a' : r.ceilingPerSecond.toFixed(0)} |`),
+    '',
+  ];
+  const floor = b.rows.find((r) => r.key === 'floor.starts')?.service;
+  for (const [key, share] of [['svc.post_api', 0.8], ['svc.post_all', 0.5]] as const) {
+    const r = b.cpu.find((x) => x.key === key);
+    const accepted = b.rows.find((x) => x.key === key)?.service;
+    if (!r?.totalMs || !floor || !accepted) continue;
+    const wanted = floor.median * share;
+    const budget = (b.cores * 1000) / wanted;
+    out.push(`- ${r.label}: ${share} of the floor is ${wanted.toFixed(0)}/s, which leaves ${budget.toFixed(2)} ms of CPU per accepted request ` +
+      `with all ${b.cores} cores busy. The service spent ${r.totalMs.toFixed(2)} ms (Temporal ${ms(r.perOperationMs.temporal)}, ` +
+      `the service process ${ms(r.perOperationMs.service)}, its Postgres ${ms(r.perOperationMs.postgres)}, the load generator ${ms(r.perOperationMs.harness)}), ` +
+      `so at most ${r.ceilingPerSecond!.toFixed(0)}/s fit on this machine (a ratio of ${(r.ceilingPerSecond! / floor.median).toFixed(2)}); it accepted ${accepted.median.toFixed(0)}/s` +
+      `${r.busyCores !== null ? ` with ${r.busyCores.toFixed(2)} of ${b.cores} cores busy` : ''}.`);
+  }
+  out.push('');
+  return out;
+}
+
 export function renderMarkdown(report: Report, howToRun: string): string {
   const out: string[] = [
     '# Benchmarks',
@@ -196,6 +259,7 @@ export function renderMarkdown(report: Report, howToRun: string): string {
   ];
   for (const b of report.backends) {
     out.push(`## Temporal backend: ${b.backend === 'dev' ? 'the dev server (Temporal CLI, SQLite file)' : 'the Temporal server on Postgres'}`, '', backendTable(b), '');
+    out.push(...cpuSection(b));
     if (b.notes.length) out.push(...b.notes.map((n) => `- ${n}`), '');
   }
   out.push('## The provider\'s own cost (measured apart, normal mode, no delay, one at a time in the harness process)', '',

@@ -12,7 +12,8 @@ import { createAccount } from '../src/domain/accounts';
 import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../src/temporal/dev-server';
 import { httpLoad, inBatches, warmUp } from './load';
-import { Figures, recordLoad, recordValue } from './measured';
+import { measureCpu } from './cpu';
+import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
 import { sleep } from './stats';
 import type { BenchSettings } from './settings';
@@ -229,7 +230,12 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all', fi
       headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
     };
     await warmUp({ ...options, durationSec: 1 });
-    for (let r = 0; r < s.repeats; r++) recordLoad(figures, `svc.post_${mode}`, await httpLoad({ ...options, durationSec: s.durationSec }));
+    const subjects = { servicePids: [service.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+    for (let r = 0; r < s.repeats; r++) {
+      const { result, cpu } = await measureCpu(subjects, () => httpLoad({ ...options, durationSec: s.durationSec }));
+      recordLoad(figures, `svc.post_${mode}`, result);
+      recordCpu(figures, `svc.post_${mode}`, cpu, result.ok);
+    }
   } finally {
     await service.stop();
   }

@@ -76,6 +76,9 @@ function routeFor({ providers, config }: Pick<ApiServices, 'providers' | 'config
 
 async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse> {
   const { db, temporal, config } = services;
+  // Plainly unpaid: 402 without a write (and without the failed commit that would otherwise refuse it). Not with an
+  // Idempotency-Key: such a request may have waited for an earlier one with its key, whose hold may since be released.
+  if (!spec.idempotency && spec.price > spec.caller.availableOnArrival) throw insufficientTokens(spec.caller.availableOnArrival, spec.price);
   const provider = routeFor(services, spec.product);
   const { placed, response } = await transactionWithHolds(db, spec.caller.accountId, spec.price, async (m) => {
     if (spec.idempotency) await claimKey(m, spec.idempotency);

@@ -21,7 +21,9 @@ export function authenticate({ db }: ApiServices): Middleware {
     const found = await keys.lookup(hashApiKey(match[1]));
     if (!found) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
     const { key, window, used, nowSeconds } = found;
-    const caller: Caller = { accountId: key.account_id, keyId: key.id, keyName: key.name, defaultGrouping: key.default_grouping };
+    const caller: Caller = {
+      accountId: key.account_id, keyId: key.id, keyName: key.name, defaultGrouping: key.default_grouping, availableOnArrival: key.available,
+    };
     const counted: CountedRequest = { window, used, nowSeconds };
     ctx.state.caller = caller;
     ctx.state.counted = counted;

@@ -6,7 +6,7 @@ import { rateWindowAt } from './rate-limit';
 /**
  * Keys and their requests' places in their rate-limit windows, in one statement for any number of keys: each key is
  * found by the SHA-256 of its secret among the keys not revoked, and only a key found there counts its requests
- * ($3: how many, per key). Rows are upserted in key id order, so two processes' statements lock them in the same order.
+ * ($3: how many, per key). The account's available sparks come along (a read, no lock). Rows are upserted in key id order, so two processes' statements lock them in the same order.
  */
 const KEYS_AND_COUNTS = prepared('api_keys_and_rate_counts', `
   WITH sent AS (
@@ -20,13 +20,15 @@ const KEYS_AND_COUNTS = prepared('api_keys_and_rate_counts', `
     ON CONFLICT (key_id, window_start) DO UPDATE SET count = w.count + EXCLUDED.count
     RETURNING key_id, count
   )
-  SELECT api_key.key_hash, api_key.id, api_key.account_id, api_key.name, api_key.default_grouping, counted.count
-    FROM api_key JOIN counted ON counted.key_id = api_key.id`);
+  SELECT api_key.key_hash, api_key.id, api_key.account_id, api_key.name, api_key.default_grouping, counted.count,
+         a.balance - a.held AS available
+    FROM api_key JOIN counted ON counted.key_id = api_key.id JOIN accounts a ON a.id = api_key.account_id`);
 
 /** Statements of this kind one process runs at once; requests arriving meanwhile wait for the next one. */
 const MAX_STATEMENTS_IN_FLIGHT = 2;
 
-export interface KeyRow { id: number; account_id: number; name: string; default_grouping: DefaultGrouping }
+/** A key found, with its account's sparks available (balance - held) as the statement read them. */
+export interface KeyRow { id: number; account_id: number; name: string; default_grouping: DefaultGrouping; available: number }
 
 /** A request of a valid key, counted: `used` is its number in the key's window, itself included. */
 export interface CountedKey { key: KeyRow; window: number; used: number; nowSeconds: number }

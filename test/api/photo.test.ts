@@ -110,6 +110,28 @@ describe('POST /generate/photo and GET /status over HTTP', function () {
     await assertMoneyConsistent(stack.db, accountId);
   });
 
+  it('a hold the balance does not cover at commit is 402 with its details, and its whole transaction is undone', async () => {
+    // With an Idempotency-Key each request goes to its transaction whatever the balance read with its key said, so
+    // the commit-time check is the one that refuses: four of six, with nothing of theirs kept (no action, no key).
+    const { accountId, apiKey } = await newAccount(stack.db, 10);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => call('POST', `${V1}/generate/photo`,
+      { images: [{ data: image }], product_name: 'Cup', category_id: 'home' }, { 'Idempotency-Key': `commit-check-${accountId}-${i}` })));
+    const accepted = answers.filter((r) => r.status === 200);
+    const refused = answers.filter((r) => r.status === 402);
+    assert.deepEqual([accepted.length, refused.length], [2, 4]);
+    for (const r of refused) {
+      assert.equal(r.body.detail.error, 'insufficient_tokens');
+      assert.equal(r.body.detail.details.required, 5);
+    }
+    const [{ actions }] = await stack.db.query('SELECT count(*)::int AS actions FROM actions WHERE account_id = $1', [accountId]);
+    const [{ keys }] = await stack.db.query('SELECT count(*)::int AS keys FROM idempotency_keys WHERE account_id = $1', [accountId]);
+    assert.deepEqual([actions, keys], [2, 2]);
+    await Promise.all(accepted.map((r) => stack.temporal.workflow.getHandle(actionWorkflowId(r.body.action_id)).result()));
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 0, available: 0, holds: 0 });
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
   it('refuses bad images: 413 over 15 MB, 400 for undecodable or non-image data', async () => {
     const { apiKey } = await newAccount(stack.db, 20);
     const call = apiClient(stack.baseUrl, apiKey);

@@ -1,0 +1,106 @@
+/**
+ * Where the CPU goes during a load: every process of the machine read from Linux `/proc` before and after, grouped
+ * by what it is (the service process, the Temporal backend with its own Postgres backends, the service's Postgres
+ * backends, Postgres's shared processes, this harness generating the load, everything else), plus the machine's
+ * busy cores from `/proc/stat`. The harness divides by the operations the load completed: CPU milliseconds per
+ * operation, for the service and for its floor in the same run, which is what says how far the targets can go on
+ * this machine.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+export const CPU_GROUPS = ['service', 'temporal', 'postgres', 'postgresShared', 'harness', 'other'] as const;
+export type CpuGroup = typeof CPU_GROUPS[number];
+
+export const CPU_GROUP_LABELS: Record<CpuGroup, string> = {
+  service: 'service process',
+  temporal: 'Temporal (server or dev server, with its Postgres backends)',
+  postgres: 'service Postgres backends',
+  postgresShared: 'Postgres shared (WAL writer, checkpointer, ...)',
+  harness: 'harness (load generator)',
+  other: 'other processes',
+};
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const TICKS = 100;
+
+/** What identifies the processes of a measurement. */
+export interface CpuSubjects {
+  /** The service's process ids (an API process, or the `all` process). */
+  servicePids: number[];
+  /** The service's database: Postgres backends on it count as `postgres`. */
+  serviceDatabase: string;
+}
+
+interface Snapshot { byPid: Map<number, { group: CpuGroup; seconds: number }>; busy: number; total: number }
+
+function processSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS; // utime + stime, all threads
+  } catch {
+    return undefined; // gone
+  }
+}
+
+function classify(pid: number, subjects: CpuSubjects): CpuGroup {
+  if (pid === process.pid) return 'harness';
+  if (subjects.servicePids.includes(pid)) return 'service';
+  let cmdline = '';
+  let comm = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return 'other';
+  }
+  if (comm.startsWith('temporal')) return 'temporal';
+  if (comm === 'postgres' || cmdline.startsWith('postgres')) {
+    // A backend's title names its database: "postgres: 15/main: user database host(port) state".
+    if (/ temporal\w* /.test(cmdline)) return 'temporal';
+    if (cmdline.includes(` ${subjects.serviceDatabase} `)) return 'postgres';
+    return 'postgresShared';
+  }
+  return 'other';
+}
+
+function machineTicks(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  const idle = cpu[3] + (cpu[4] ?? 0); // idle + iowait
+  return { busy: (total - idle) / TICKS, total: total / TICKS };
+}
+
+function snapshot(subjects: CpuSubjects): Snapshot {
+  const byPid = new Map<number, { group: CpuGroup; seconds: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const seconds = processSeconds(pid);
+    if (seconds !== undefined) byPid.set(pid, { group: classify(pid, subjects), seconds });
+  }
+  return { byPid, ...machineTicks() };
+}
+
+export interface CpuUse {
+  /** CPU seconds per group over the load (a process that started during it counts from zero). */
+  seconds: Record<CpuGroup, number>;
+  /** Cores busy on average over the load, all processes. */
+  busyCores: number;
+}
+
+/** Runs `load` and answers what each group of processes spent on it. */
+export async function measureCpu<T>(subjects: CpuSubjects, load: () => Promise<T>): Promise<{ result: T; cpu: CpuUse }> {
+  const before = snapshot(subjects);
+  const result = await load();
+  const after = snapshot(subjects);
+  const seconds = Object.fromEntries(CPU_GROUPS.map((g) => [g, 0])) as Record<CpuGroup, number>;
+  for (const [pid, now] of after.byPid) seconds[now.group] += now.seconds - (before.byPid.get(pid)?.seconds ?? 0);
+  const elapsed = after.total - before.total; // summed over cores
+  const cores = elapsed > 0 ? (after.busy - before.busy) / (elapsed / coresOf()) : 0;
+  return { result, cpu: { seconds, busyCores: cores } };
+}
+
+function coresOf(): number {
+  return readFileSync('/proc/stat', 'utf8').split('\n').filter((line) => /^cpu\d+ /.test(line)).length || 1;
+}
