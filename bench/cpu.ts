@@ -17,7 +17,7 @@ export const CPU_GROUP_LABELS: Record<CpuGroup, string> = {
   postgres: 'service Postgres backends',
   postgresShared: 'Postgres shared (WAL writer, checkpointer, ...)',
   harness: 'harness (load generator)',
-  other: 'other processes',
+  other: 'other processes (noise, not in the total)',
 };
 
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */

@@ -118,7 +118,8 @@ const median = (figures: Figures, key: string): number | null => (figures[key] ?
 
 function cpuRow(figures: Figures, key: string, cores: number): CpuRow {
   const perOperationMs = Object.fromEntries(CPU_GROUPS.map((g) => [g, median(figures, `cpu.${key}.${g}`)])) as Record<CpuGroup, number | null>;
-  const known = Object.values(perOperationMs).filter((v): v is number => v !== null);
+  // Processes outside the service, its backends and the harness are noise on the machine, shown but not counted.
+  const known = CPU_GROUPS.filter((g) => g !== 'other').map((g) => perOperationMs[g]).filter((v): v is number => v !== null);
   const totalMs = known.length ? known.reduce((a, b) => a + b, 0) : null;
   return {
     key, label: LABELS[key][0], perOperationMs, totalMs, busyCores: median(figures, `cpu.${key}.busy`),
