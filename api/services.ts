@@ -39,7 +39,8 @@ export interface Caller {
   defaultGrouping: DefaultGrouping;
   /**
    * The account's sparks available (balance - held) when the request arrived, read with its key: a request whose
-   * price is beyond it is refused before anything is written. The hold made at commit stays the guarantee.
+   * price is beyond it (and beyond a fresh read) is refused before anything is written. The hold made at commit
+   * stays the guarantee.
    */
   availableOnArrival: number;
 }

@@ -243,7 +243,7 @@ export function cpuSection(b: BackendReport): string[] {
   return out;
 }
 
-export function renderMarkdown(report: Report, howToRun: string): string {
+export function renderMarkdown(report: Report, howToRun: string, analysis = ''): string {
   const out: string[] = [
     '# Benchmarks',
     '',
@@ -267,6 +267,7 @@ export function renderMarkdown(report: Report, howToRun: string): string {
     '| render | ms: median (min-max) |', '| --- | --- |',
     ...report.providerCostMs.map((r) => `| ${r.label} | ${cell(r.service, 'ms')} |`), '');
   if (report.notes.length) out.push('## Notes', '', ...report.notes.map((n) => `- ${n}`), '');
+  if (analysis.trim()) out.push(analysis.trim(), '');
   out.push('## How to run', '', howToRun, '');
   return out.join('\n');
 }

@@ -5,7 +5,7 @@
  * and stops every process it started, also on failure or Ctrl-C.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -37,21 +37,24 @@ export const HOW_TO_RUN = [
   'npm run bench                     # full: 3 repetitions of 10 s, 1,000 workflows in flight, both backends (about 15-20 min on 2 cores)',
   'npm run bench -- --quick          # 1 repetition of 2 s, up to 100 in flight, the dev server only (under 2 minutes)',
   'npm run bench -- --backend dev    # or server, or both (the default of a full run)',
+  'npm run bench -- --render         # BENCHMARKS.md again from bench/results.json (after editing bench/analysis.md)',
   '```',
   '',
   `It recreates its own databases (\`${BENCH_DB}\`, \`${TEMPORAL_DB}\` and \`${TEMPORAL_DB}_visibility\`), keeps its logs under`,
   '`.data/bench/`, and writes `bench/results.json` (every sample) and this file.',
 ].join('\n');
 
-interface Args { mode: BenchMode; backends: Backend[] }
+interface Args { mode: BenchMode; backends: Backend[]; renderOnly: boolean }
 
 function parseArgs(argv: string[]): Args {
   let mode: BenchMode = 'full';
   let backends: Backend[] | undefined;
+  let renderOnly = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') mode = 'quick';
     else if (arg === '--smoke') mode = 'smoke';
+    else if (arg === '--render') renderOnly = true;
     else if (arg === '--backend') {
       const value = argv[++i];
       if (value === 'both') backends = ['dev', 'server'];
@@ -63,7 +66,7 @@ function parseArgs(argv: string[]): Args {
     } else throw new Error(`unknown argument "${arg}" (see --help)`);
   }
   // A quick run measures the dev server only unless told otherwise: both backends take about 3 minutes.
-  return { mode, backends: backends ?? (mode === 'full' ? ['dev', 'server'] : ['dev']) };
+  return { mode, backends: backends ?? (mode === 'full' ? ['dev', 'server'] : ['dev']), renderOnly };
 }
 
 function databaseUrl(name: string): string {
@@ -225,8 +228,22 @@ async function postgresVersion(): Promise<string> {
   }
 }
 
+const RESULTS = path.join(ROOT, 'bench', 'results.json');
+
+/** BENCHMARKS.md from a report, with the hand-written analysis (bench/analysis.md) after the figures. */
+function writeMarkdown(report: Report): void {
+  const analysisFile = path.join(ROOT, 'bench', 'analysis.md');
+  const analysis = existsSync(analysisFile) ? readFileSync(analysisFile, 'utf8') : '';
+  writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), renderMarkdown(report, HOW_TO_RUN, analysis));
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.renderOnly) {
+    writeMarkdown(JSON.parse(readFileSync(RESULTS, 'utf8')) as Report);
+    process.stdout.write('wrote BENCHMARKS.md from bench/results.json\n');
+    return;
+  }
   setLogLevel('warn');
   const started = Date.now();
   const settings = settingsFor(args.mode);
@@ -259,8 +276,8 @@ async function main(): Promise<void> {
       ...notes,
     ],
   };
-  writeFileSync(path.join(ROOT, 'bench', 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), renderMarkdown(report, HOW_TO_RUN));
+  writeFileSync(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
+  writeMarkdown(report);
   for (const b of backends) process.stdout.write(`\n## ${b.backend}\n\n${backendTable(b)}\n`);
   process.stdout.write(`\nwrote bench/results.json and BENCHMARKS.md (${Math.round(report.durationSec)} s)\n`);
 }

@@ -8,7 +8,7 @@ import type { ActionProduct, ActionType } from '../../src/db/entities/action';
 import type { Capability } from '../../src/providers';
 import { sqlRow } from '../../src/db/sql';
 import { abandonStart, confirmStart } from '../../src/domain/action-states';
-import { holdSparks, InsufficientSparks, transactionWithHolds } from '../../src/domain/billing';
+import { holdSparks, InsufficientSparks, readBalance, transactionWithHolds } from '../../src/domain/billing';
 import { log } from '../../src/log';
 import { ProviderRoute, providerTaskQueue } from '../../src/temporal/contract';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
@@ -76,9 +76,13 @@ function routeFor({ providers, config }: Pick<ApiServices, 'providers' | 'config
 
 async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Promise<StoredResponse> {
   const { db, temporal, config } = services;
-  // Plainly unpaid: 402 without a write (and without the failed commit that would otherwise refuse it). Not with an
-  // Idempotency-Key: such a request may have waited for an earlier one with its key, whose hold may since be released.
-  if (!spec.idempotency && spec.price > spec.caller.availableOnArrival) throw insufficientTokens(spec.caller.availableOnArrival, spec.price);
+  // Plainly unpaid: 402 without a write (and without the failed commit that would otherwise refuse it). The balance
+  // read with the key may be stale by now (images fetched, a wait for an earlier request with the same key), so a
+  // refusal is confirmed with a fresh read.
+  if (spec.price > spec.caller.availableOnArrival) {
+    const { available } = await readBalance(db.manager, spec.caller.accountId);
+    if (spec.price > available) throw insufficientTokens(available, spec.price);
+  }
   const provider = routeFor(services, spec.product);
   const { placed, response } = await transactionWithHolds(db, spec.caller.accountId, spec.price, async (m) => {
     if (spec.idempotency) await claimKey(m, spec.idempotency);

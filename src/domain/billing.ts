@@ -40,10 +40,13 @@ export async function transactionWithHolds<T>(db: DataSource, accountId: number,
   }
 }
 
-/** Holds `amount` for `actionId`, reserved when the transaction commits (see transactionWithHolds). */
+/**
+ * Holds `amount` for `actionId`, reserved when the transaction commits (see transactionWithHolds). A hold is never
+ * settled in the transaction that made it: `held` has not been raised yet there.
+ */
 export async function holdSparks(manager: EntityManager, accountId: number, actionId: number, amount: number): Promise<void> {
   await manager.query(
-    `INSERT INTO spark_holds (account_id, action_id, amount, status) VALUES ($1, $2, $3, 'held')`,
+    `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit) VALUES ($1, $2, $3, 'held', true)`,
     [accountId, actionId, amount],
   );
 }
@@ -54,7 +57,7 @@ export async function holdSparks(manager: EntityManager, accountId: number, acti
  */
 export async function holdSparksUnder(manager: EntityManager, accountId: number, reference: string, amount: number): Promise<void> {
   await manager.query(
-    `INSERT INTO spark_holds (account_id, reference, amount, status) VALUES ($1, $2, $3, 'held')`,
+    `INSERT INTO spark_holds (account_id, reference, amount, status, reserve_at_commit) VALUES ($1, $2, $3, 'held', true)`,
     [accountId, reference, amount],
   );
 }

@@ -111,8 +111,8 @@ describe('POST /generate/photo and GET /status over HTTP', function () {
   });
 
   it('a hold the balance does not cover at commit is 402 with its details, and its whole transaction is undone', async () => {
-    // With an Idempotency-Key each request goes to its transaction whatever the balance read with its key said, so
-    // the commit-time check is the one that refuses: four of six, with nothing of theirs kept (no action, no key).
+    // Six at once, each with its own Idempotency-Key: those that pass the balance read with their key are refused by
+    // the commit-time check; either way four of six are 402, with nothing of theirs kept (no action, no key).
     const { accountId, apiKey } = await newAccount(stack.db, 10);
     const call = apiClient(stack.baseUrl, apiKey);
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => call('POST', `${V1}/generate/photo`,

@@ -61,9 +61,16 @@ describe('benchmark harness (smoke)', function () {
         mode: 'smoke', date: new Date().toISOString(), durationSec: 1, machine: { cpu: 'x', cores: 2, memoryGiB: 1, os: 'x' },
         versions: { node: process.version }, settings: { ...settings }, providerCostMs: [], backends: [report], notes: [],
       };
-      const markdown = renderMarkdown(full, 'npm run bench');
+      // Where the CPU went: the service process and Temporal both worked for the accepted requests.
+      const cpu = report.cpu.find((r) => r.key === 'svc.post_api')!;
+      assert.ok(cpu.perOperationMs.service! > 0 && cpu.perOperationMs.temporal! > 0 && cpu.totalMs! > 0, JSON.stringify(cpu));
+      assert.ok(cpu.ceilingPerSecond! > 0);
+
+      const markdown = renderMarkdown(full, 'npm run bench', '## Analysis by hand');
       assert.match(markdown, /\| POST \/generate\/photo accepted, API process alone \| req\/s \| [\d.]+ \|/);
       assert.match(markdown, /not measured/);
+      assert.match(markdown, /CPU milliseconds per completed operation/);
+      assert.match(markdown, /## Analysis by hand/);
     } finally {
       await db.destroy();
     }
