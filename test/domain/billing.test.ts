@@ -58,6 +58,24 @@ describe('billing (real Postgres)', () => {
     await assertMoneyConsistent(db, accountId);
   });
 
+  it('a hold written the previous release\'s way (held raised by the writer) is counted once, beside new holds', async () => {
+    // During a rolling upgrade an old API process raises `held` itself and writes the hold without reserve_at_commit.
+    const { accountId } = await newAccount(db, 20);
+    const old = await placeAction(db, accountId);
+    const current = await placeAction(db, accountId);
+    await db.transaction(async (m) => {
+      await m.query('UPDATE accounts SET held = held + 5 WHERE id = $1 AND balance - held >= 5', [accountId]);
+      await m.query(`INSERT INTO spark_holds (account_id, action_id, amount, status) VALUES ($1, $2, 5, 'held')`, [accountId, old]);
+    });
+    await transactionWithHolds(db, accountId, 4, (m) => holdSparks(m, accountId, current, 4));
+    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 20, holds: 9, available: 11 });
+    await assertMoneyConsistent(db, accountId);
+    assert.equal(await db.transaction((m) => settleHold(m, old, 'charged')), 'charged');
+    assert.equal(await db.transaction((m) => settleHold(m, current, 'released')), 'released');
+    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+    await assertMoneyConsistent(db, accountId);
+  });
+
   it('books a grant once per reference', async () => {
     const { accountId } = await newAccount(db, 0);
     assert.equal(await db.transaction((m) => grantSparks(m, accountId, 7, `grant:test:${accountId}`)), true);
