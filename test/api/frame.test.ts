@@ -5,9 +5,9 @@ import { createApp } from '../../api/app';
 import { createDataSource } from '../../src/db/data-source';
 import { revokeKey } from '../../src/domain/accounts';
 import { CATEGORIES } from '../../src/domain/catalogue';
-import { apiClient, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { apiClient, clearOfRateWindowEdge, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { testEnvironment } from '../support/environment';
-import { Stack, startStack } from '../support/stack';
+import { Stack, startApiPair, startStack } from '../support/stack';
 
 describe('API frame over HTTP', () => {
   let stack: Stack;
@@ -179,9 +179,7 @@ describe('rate limit over HTTP', () => {
   let first: Stack;
   let second: Stack;
   before(async () => {
-    // Two API processes' worth of apps over one database: the limit is shared.
-    first = await startStack({ withWorker: false, rateLimitPerMinute: 4 });
-    second = await startStack({ withWorker: false, rateLimitPerMinute: 4 });
+    [first, second] = await startApiPair(4); // the limit is shared
   });
   after(async () => {
     await first.stop();
@@ -192,9 +190,7 @@ describe('rate limit over HTTP', () => {
     const { apiKey } = await newAccount(first.db);
     const viaFirst = apiClient(first.baseUrl, apiKey);
     const viaSecond = apiClient(second.baseUrl, apiKey);
-    // Stay clear of a window edge: the four allowed calls and the refused one must share a minute.
-    const secondsLeft = 60 - (Math.floor(Date.now() / 1000) % 60);
-    if (secondsLeft < 3) await new Promise((r) => setTimeout(r, secondsLeft * 1000 + 100));
+    await clearOfRateWindowEdge(3); // the four allowed calls and the refused one must share a minute
 
     const ok = [await viaFirst('GET', `${V1}/pricing`), await viaSecond('GET', `${V1}/pricing`), await viaFirst('GET', `${V1}/pricing`), await viaSecond('GET', `${V1}/pricing`)];
     assert.deepEqual(ok.map((r) => r.status), [200, 200, 200, 200]);

@@ -4,8 +4,8 @@ import { Client, type QueryConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import { CountedKeyLookup } from '../../api/middleware/counted-key-lookup';
 import { hashApiKey, revokeKey } from '../../src/domain/accounts';
-import { apiClient, newAccount, V1 } from '../support/fixtures';
-import { Stack, startStack } from '../support/stack';
+import { apiClient, clearOfRateWindowEdge, newAccount, V1 } from '../support/fixtures';
+import { Stack, startApiPair } from '../support/stack';
 
 const V2 = '/api/v2';
 
@@ -42,19 +42,11 @@ async function statementsOf(run: () => Promise<unknown>): Promise<string[]> {
   return sent.filter((s) => !/^DELETE FROM rate_limit_windows/.test(s));
 }
 
-/** Waits, if need be, until at least `seconds` are left in the current rate-limit minute. */
-async function clearOfWindowEdge(seconds: number): Promise<void> {
-  const left = 60 - (Math.floor(Date.now() / 1000) % 60);
-  if (left < seconds) await new Promise((r) => setTimeout(r, left * 1000 + 100));
-}
-
 describe('polls: the key, its count and the read', () => {
   let first: Stack;
   let second: Stack;
   before(async () => {
-    // Two API processes' worth of apps over one database.
-    first = await startStack({ withWorker: false, rateLimitPerMinute: 25 });
-    second = await startStack({ withWorker: false, rateLimitPerMinute: 25 });
+    [first, second] = await startApiPair(25);
   });
   after(async () => {
     await first.stop();
@@ -65,7 +57,7 @@ describe('polls: the key, its count and the read', () => {
     const { accountId, apiKey } = await newAccount(first.db);
     const { actionId, jobId } = await completedJob(first.db, accountId);
     const call = apiClient(first.baseUrl, apiKey);
-    await clearOfWindowEdge(3);
+    await clearOfRateWindowEdge(3);
     assert.equal((await call('GET', `${V1}/pricing`)).status, 200); // opens the key's window
     const polls: [string, string][] = [
       [`${V1}/status/${actionId}`, 'action_status'], [`${V2}/jobs/${jobId}`, 'job_with_action'], [`${V1}/balance`, 'account_balance'],
@@ -102,7 +94,7 @@ describe('polls: the key, its count and the read', () => {
     const { apiKey, keyId } = await newAccount(first.db);
     const viaFirst = apiClient(first.baseUrl, apiKey);
     const viaSecond = apiClient(second.baseUrl, apiKey);
-    await clearOfWindowEdge(10);
+    await clearOfRateWindowEdge(10);
     const answers = await Promise.all(Array.from({ length: 80 }, (_, i) => (i % 2 ? viaSecond : viaFirst)('GET', `${V1}/balance`)));
     const ok = answers.filter((r) => r.status === 200);
     const refused = answers.filter((r) => r.status === 429);
@@ -121,7 +113,7 @@ describe('polls: the key, its count and the read', () => {
     const busy = await newAccount(first.db);
     const other = await newAccount(first.db);
     const lookup = new CountedKeyLookup(first.db);
-    await clearOfWindowEdge(3);
+    await clearOfRateWindowEdge(3);
     const keys = [busy.apiKey, busy.apiKey, ...Array.from({ length: 8 }, (_, i) => (i % 4 === 3 ? other.apiKey : i % 4 === 2 ? 'ak_unknown' : busy.apiKey))];
     let found: Awaited<ReturnType<CountedKeyLookup['lookup']>>[] = [];
     const sent = await statementsOf(async () => {

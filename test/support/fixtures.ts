@@ -90,13 +90,19 @@ export function withEnv<T>(env: Record<string, string>, run: () => T): T {
   }
 }
 
-/** Waits for a condition by re-checking it (no fixed sleeps); fails with the last value seen. */
-export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+/** Waits, if need be, until at least `seconds` are left in the current rate-limit minute (calls that must share one). */
+export async function clearOfRateWindowEdge(seconds: number): Promise<void> {
+  const left = 60 - (Math.floor(Date.now() / 1000) % 60);
+  if (left < seconds) await new Promise((r) => setTimeout(r, left * 1000 + 100));
+}
+
+/** Waits for a condition by re-checking it every `everyMs` (no fixed sleeps); fails with the last value seen. */
+export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T = await probe();
   while (!done(last)) {
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, everyMs));
     last = await probe();
   }
   return last;

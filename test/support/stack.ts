@@ -122,3 +122,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
   };
 }
+
+/** Two API processes' worth of apps (no worker) over one database: what a limit shared across processes is tried on. */
+export async function startApiPair(rateLimitPerMinute: number): Promise<[Stack, Stack]> {
+  return [await startStack({ withWorker: false, rateLimitPerMinute }), await startStack({ withWorker: false, rateLimitPerMinute })];
+}
