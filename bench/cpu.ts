@@ -31,7 +31,6 @@ export interface CpuSubjects {
   serviceDatabase: string;
 }
 
-interface Snapshot { byPid: Map<number, { group: CpuGroup; seconds: number }>; busy: number; total: number }
 
 function processSeconds(pid: number): number | undefined {
   try {
@@ -64,22 +63,24 @@ function classify(pid: number, subjects: CpuSubjects): CpuGroup {
   return 'other';
 }
 
-function machineTicks(): { busy: number; total: number } {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+/** The machine's busy and total CPU seconds so far (all cores) and its core count, from one read of /proc/stat. */
+function machineTicks(): { busy: number; total: number; cores: number } {
+  const lines = readFileSync('/proc/stat', 'utf8').split('\n');
+  const cpu = lines[0].trim().split(/\s+/).slice(1).map(Number);
   const total = cpu.reduce((a, b) => a + b, 0);
   const idle = cpu[3] + (cpu[4] ?? 0); // idle + iowait
-  return { busy: (total - idle) / TICKS, total: total / TICKS };
+  return { busy: (total - idle) / TICKS, total: total / TICKS, cores: lines.filter((line) => /^cpu\d+ /.test(line)).length || 1 };
 }
 
-function snapshot(subjects: CpuSubjects): Snapshot {
-  const byPid = new Map<number, { group: CpuGroup; seconds: number }>();
+/** CPU seconds of every process now. */
+function processTimes(): Map<number, number> {
+  const times = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    const seconds = processSeconds(pid);
-    if (seconds !== undefined) byPid.set(pid, { group: classify(pid, subjects), seconds });
+    const seconds = processSeconds(Number(entry));
+    if (seconds !== undefined) times.set(Number(entry), seconds);
   }
-  return { byPid, ...machineTicks() };
+  return times;
 }
 
 export interface CpuUse {
@@ -89,18 +90,13 @@ export interface CpuUse {
   busyCores: number;
 }
 
-/** Runs `load` and answers what each group of processes spent on it. */
+/** Runs `load` and answers what each group of processes spent on it (each process classified once, at the end). */
 export async function measureCpu<T>(subjects: CpuSubjects, load: () => Promise<T>): Promise<{ result: T; cpu: CpuUse }> {
-  const before = snapshot(subjects);
+  const [before, machineBefore] = [processTimes(), machineTicks()];
   const result = await load();
-  const after = snapshot(subjects);
+  const [after, machineAfter] = [processTimes(), machineTicks()];
   const seconds = Object.fromEntries(CPU_GROUPS.map((g) => [g, 0])) as Record<CpuGroup, number>;
-  for (const [pid, now] of after.byPid) seconds[now.group] += now.seconds - (before.byPid.get(pid)?.seconds ?? 0);
-  const elapsed = after.total - before.total; // summed over cores
-  const cores = elapsed > 0 ? (after.busy - before.busy) / (elapsed / coresOf()) : 0;
-  return { result, cpu: { seconds, busyCores: cores } };
-}
-
-function coresOf(): number {
-  return readFileSync('/proc/stat', 'utf8').split('\n').filter((line) => /^cpu\d+ /.test(line)).length || 1;
+  for (const [pid, now] of after) seconds[classify(pid, subjects)] += now - (before.get(pid) ?? 0);
+  const wallSeconds = (machineAfter.total - machineBefore.total) / machineAfter.cores;
+  return { result, cpu: { seconds, busyCores: wallSeconds > 0 ? (machineAfter.busy - machineBefore.busy) / wallSeconds : 0 } };
 }

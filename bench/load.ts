@@ -46,7 +46,7 @@ export async function httpLoad(options: {
  * within the window count (over the window's length), so both kinds of figure carry the same end-of-window cut;
  * the calls still in flight are awaited, not counted.
  */
-export async function closedLoop(concurrency: number, durationMs: number, call: (i: number) => Promise<unknown>): Promise<LoadResult & { firstError?: string }> {
+export async function closedLoop(concurrency: number, durationMs: number, call: (i: number) => Promise<unknown>): Promise<LoadResult> {
   const latencies: number[] = [];
   let failed = 0;
   let firstError: string | undefined;
@@ -67,7 +67,8 @@ export async function closedLoop(concurrency: number, durationMs: number, call: 
   }));
   return {
     perSecond: latencies.length / (durationMs / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99),
-    max: latencies.length ? Math.max(...latencies) : NaN, ok: latencies.length, failed, firstError,
+    max: latencies.length ? Math.max(...latencies) : NaN, ok: latencies.length, failed,
+    ...(firstError ? { note: `${failed} failed, the first with: ${firstError}` } : {}),
   };
 }
 

@@ -32,10 +32,6 @@ export function recordValue(figures: Figures, key: string, value: number, failed
   m.failed += failed;
 }
 
-export function notMeasured(figures: Figures, key: string, why: string): void {
-  figures[key] = { values: [], p50: [], p99: [], max: [], failed: 0, note: why };
-}
-
 /**
  * The CPU of one repetition of a load, per completed operation: `cpu.<key>.<group>` in milliseconds for each group
  * of processes, and `cpu.<key>.busy`, the machine's busy cores over the load.

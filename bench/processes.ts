@@ -2,10 +2,11 @@
  * Everything the benchmark starts is registered here and stopped by `stopAll`, in reverse order, also when a
  * measurement fails or the run is interrupted (SIGINT, SIGTERM).
  */
-import { ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { stopChild } from '../src/tools/tool-process';
 
 type Stopper = { name: string; stop(): Promise<void> };
 const running: Stopper[] = [];
@@ -38,7 +39,6 @@ export function rssMiB(pid: number): number {
 }
 
 export interface BenchChild {
-  child: ChildProcess;
   stop(): Promise<void>;
 }
 
@@ -52,13 +52,7 @@ export async function startBenchChild(script: string, args: string[], logFile: s
   const log = createWriteStream(logFile, { flags: 'a' });
   child.stderr!.pipe(log);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = track(script, async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  });
+  const stop = track(script, () => stopChild(child, exited, 10_000));
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${script} not ready within ${timeoutMs} ms; see ${logFile}`)), timeoutMs);
@@ -77,5 +71,5 @@ export async function startBenchChild(script: string, args: string[], logFile: s
     await stop();
     throw err;
   }
-  return { child, stop };
+  return { stop };
 }

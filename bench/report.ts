@@ -19,7 +19,6 @@ export interface Row {
   max: Stat | null;
   failed: number;
   floorKey?: string;
-  floorLabel?: string;
   floor: Stat | null;
   /** service median / floor median. */
   ratio: number | null;
@@ -106,7 +105,7 @@ export function row(figures: Figures, key: string): Row {
   return {
     key, label: LABELS[key]?.[0] ?? key, unit: LABELS[key]?.[1] ?? '',
     service, p50: m ? stat(m.p50) : null, p99: m ? stat(m.p99) : null, max: m ? stat(m.max) : null, failed: m?.failed ?? 0,
-    floorKey, floorLabel: floorKey ? LABELS[floorKey][0] : undefined, floor,
+    floorKey, floor,
     ratio: service && floor && floor.median > 0 ? service.median / floor.median : null,
     note: m?.note ?? (service ? undefined : 'not measured in this run'),
   };

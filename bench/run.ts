@@ -11,18 +11,18 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { portsAreFree, temporalServerPorts } from '../src/cluster/cluster';
 import { loadConfig } from '../src/config';
-import { ensureDatabaseExists, openDatabase } from '../src/db/data-source';
+import { openDatabase } from '../src/db/data-source';
+import { resetDatabase } from '../test/support/environment';
 import { setLogLevel } from '../src/log';
 import { findTemporalCli, freePort, startDevServer } from '../src/temporal/dev-server';
 import { startTemporalServer, TEMPORAL_SERVER_VERSION } from '../src/temporal/server';
-import { jpegBase64 } from './photo';
 import { measureHttpFloors, measureWorkflowFloors } from './floors';
 import type { Figures } from './measured';
 import { stopAll, track } from './processes';
 import { measureProviderCost } from './provider-cost';
 import { Backend, backendReport, BackendReport, backendTable, renderMarkdown, Report, row } from './report';
-import { measureAccept, measureService, randomSecret, ServiceContext } from './service';
-import { BenchMode, settingsFor } from './settings';
+import { measureAccept, measureService, photoBody, ServiceContext, serviceEnv } from './service';
+import { BenchMode, BenchSettings, settingsFor } from './settings';
 import { startWebhookReceiver } from './webhook-receiver';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -85,15 +85,6 @@ async function dropDatabases(names: string[]): Promise<void> {
   }
 }
 
-/** The service's database, new and migrated. */
-async function freshServiceDatabase(): Promise<string> {
-  const url = databaseUrl(BENCH_DB);
-  await dropDatabases([BENCH_DB]);
-  await ensureDatabaseExists(url);
-  await (await openDatabase(url, { migrate: true, poolSize: 1 })).destroy();
-  return url;
-}
-
 async function startBackend(backend: Backend, dataDir: string): Promise<{ address: string; stop: () => Promise<void> }> {
   const config = loadConfig();
   if (backend === 'dev') {
@@ -133,25 +124,24 @@ async function phase(name: string, notes: string[], run: () => Promise<void>): P
   }
 }
 
-async function benchBackend(backend: Backend, mode: BenchMode, dataDir: string, receiver: ServiceContext['receiver']): Promise<BackendReport> {
-  const settings = settingsFor(mode);
+async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: string, receiver: ServiceContext['receiver']): Promise<BackendReport> {
   const figures: Figures = {};
   const notes: string[] = [];
+  const databaseUrlOfService = databaseUrl(BENCH_DB);
   const backendDir = path.join(dataDir, backend);
   let temporal: { address: string; stop: () => Promise<void> } | undefined;
   try {
     await phase(`${backend}: start the Temporal backend and the databases`, notes, async () => {
-      [temporal] = await Promise.all([startBackend(backend, backendDir), freshServiceDatabase()]);
+      [temporal] = await Promise.all([startBackend(backend, backendDir), resetDatabase(databaseUrlOfService)]); // new and migrated
     });
     if (!temporal) return backendReport(backend, figures, settings.inFlightSteps, notes);
-    const databaseUrlOfService = databaseUrl(BENCH_DB);
     const db = await openDatabase(databaseUrlOfService, { migrate: false, poolSize: 4 });
     const stopDb = track('bench database pool', () => db.destroy());
     try {
       const ctx: ServiceContext = {
         settings, db, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, dataDir: backendDir, receiver,
-        photoBody: JSON.stringify({ images: [{ data: await jpegBase64() }], product_name: 'Bench cup', category_id: 'home', resolution: '1K' }),
-        env: serviceEnv(backendDir, receiver?.caFile),
+        photoBody: await photoBody(),
+        env: serviceEnv(backendDir),
       };
       const floorCtx = { settings, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, logDir: path.join(backendDir, 'logs'), apiKey: '', actionId: 0 };
       await phase(`${backend}: workflow floors`, notes, () => measureWorkflowFloors(floorCtx, figures));
@@ -176,26 +166,6 @@ async function benchBackend(backend: Backend, mode: BenchMode, dataDir: string, 
     ? 'The dev server keeps its state in a SQLite file (as `npm start` runs it).'
     : `The Temporal server ${TEMPORAL_SERVER_VERSION} on Postgres (\`${TEMPORAL_DB}\`), 4 history shards, the project's deploy/temporal config.`);
   return backendReport(backend, figures, settings.inFlightSteps, notes);
-}
-
-/** What every service process of the run gets besides its database, Temporal address, queue and port. */
-export function serviceEnv(dataDir: string, caFile: string | undefined): Record<string, string> {
-  return {
-    ASSET_STORE: 'file',
-    ASSETS_DIR: path.join(dataDir, 'assets'),
-    ASSET_SIGNING_SECRET: randomSecret(),
-    SECRETS_KEY: randomSecret(),
-    RATE_LIMIT_PER_MINUTE: '1000000000',
-    LOCAL_RENDERER_COST: 'zero',
-    LOCAL_RENDERER_DELAY_MS: '0',
-    IMAGE_PROVIDER: 'local',
-    TEXT_PROVIDER: 'local',
-    VIDEO_PROVIDER: 'local',
-    // No reconciliation of the actions a phase leaves unstarted on purpose.
-    RECONCILE_GRACE_SECONDS: '86400',
-    OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
-    ...(caFile ? { NODE_EXTRA_CA_CERTS: caFile } : {}),
-  };
 }
 
 function versions(): Record<string, string> {
@@ -249,20 +219,20 @@ async function main(): Promise<void> {
   const settings = settingsFor(args.mode);
   const dataDir = path.join(ROOT, '.data', 'bench');
   rmSync(dataDir, { recursive: true, force: true });
-  mkdirSync(path.join(dataDir, 'tls'), { recursive: true });
+  mkdirSync(dataDir, { recursive: true });
   const notes: string[] = [];
 
   const providerFigures: Figures = {};
   await phase('provider cost (local renderer, normal mode)', notes, () => measureProviderCost(settings.providerRepeats, providerFigures, args.mode === 'full'));
-  const receiver = await startWebhookReceiver(path.join(dataDir, 'tls'));
+  const receiver = await startWebhookReceiver();
   const backends: BackendReport[] = [];
-  for (const backend of args.backends) backends.push(await benchBackend(backend, args.mode, dataDir, receiver));
+  for (const backend of args.backends) backends.push(await benchBackend(backend, settings, dataDir, receiver));
 
   const report: Report = {
     mode: args.mode,
     date: new Date().toISOString(),
     durationSec: (Date.now() - started) / 1000,
-    machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, memoryGiB: os.totalmem() / 2 ** 30, os: `${os.type()} ${os.release()} ${os.arch()}` },
+    machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.availableParallelism(), memoryGiB: os.totalmem() / 2 ** 30, os: `${os.type()} ${os.release()} ${os.arch()}` },
     versions: { ...versions(), Postgres: await postgresVersion() },
     settings: { ...settings },
     providerCostMs: ['provider.photo', 'provider.card', 'provider.edit', 'provider.video'].map((k) => row(providerFigures, k)),

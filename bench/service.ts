@@ -8,7 +8,6 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { ServiceMode, startServiceProcess } from '../src/cluster/service-process';
-import { createAccount } from '../src/domain/accounts';
 import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../src/temporal/dev-server';
 import { httpLoad, inBatches, warmUp } from './load';
@@ -17,9 +16,8 @@ import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
 import { sleep } from './stats';
 import type { BenchSettings } from './settings';
+import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../test/support/fixtures';
 import type { WebhookReceiver } from './webhook-receiver';
-
-export const V1 = '/api/v1/public';
 
 export interface ServiceContext {
   settings: BenchSettings;
@@ -27,7 +25,7 @@ export interface ServiceContext {
   databaseUrl: string;
   temporalAddress: string;
   dataDir: string;
-  /** Environment of every service process (secrets, TLS trust for the webhook receiver, loopback allowed). */
+  /** Environment of every service process besides what it inherits (see serviceEnv). */
   env: Record<string, string>;
   receiver?: WebhookReceiver;
   /** The JSON body of every POST /generate/photo. */
@@ -58,29 +56,11 @@ export async function startService(ctx: ServiceContext, mode: ServiceMode, name:
   return { url, pid: started.child.pid!, stop };
 }
 
-async function call(base: string, apiKey: string, method: string, route: string, body?: string): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${base}${route}`, {
-    method, headers: { Authorization: `Bearer ${apiKey}`, ...(body ? { 'Content-Type': 'application/json' } : {}) }, body,
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
-
+/** The body of a 2xx answer; anything else throws. */
 async function expectOk(base: string, apiKey: string, method: string, route: string, body?: string): Promise<any> {
-  const res = await call(base, apiKey, method, route, body);
+  const res = await apiClient(base, apiKey)(method, route, body);
   if (res.status >= 300) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
-}
-
-/** Waits until `done` holds, checking every `everyMs`; throws after `timeoutMs` with what was last seen. */
-async function until<T>(probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`not reached within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-    await sleep(everyMs);
-  }
 }
 
 async function countActions(db: DataSource, ids: number[], statuses: string[]): Promise<number> {
@@ -90,18 +70,16 @@ async function countActions(db: DataSource, ids: number[], statuses: string[]): 
 
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 
-export interface Account { accountId: number; apiKey: string }
+interface Account { accountId: number; apiKey: string }
 
-export async function newAccount(db: DataSource, name: string): Promise<Account> {
-  const created = await createAccount(db, name, 100_000_000);
-  return { accountId: created.accountId, apiKey: created.apiKey };
-}
+/** An account that never runs out of sparks during a run. */
+const benchAccount = (db: DataSource, name: string): Promise<Account> => newAccount(db, 100_000_000, name);
 
 /** Polls an action's status until it is completed; returns the milliseconds from the POST to that answer. */
 async function oneJobAlone(base: string, account: Account, photoBody: string): Promise<number> {
   const t = performance.now();
   const posted = await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, photoBody);
-  await until(() => expectOk(base, account.apiKey, 'GET', `${V1}/status/${posted.action_id}`), (s) => s.status === 'completed' || s.status === 'failed', 60_000, 5);
+  await eventually(() => expectOk(base, account.apiKey, 'GET', `${V1}/status/${posted.action_id}`), (s) => s.status === 'completed' || s.status === 'failed', 60_000, 5);
   return performance.now() - t;
 }
 
@@ -122,14 +100,14 @@ export async function measureService(ctx: ServiceContext, figures: Figures): Pro
 
 async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningService, worker: RunningService, queue: string): Promise<{ apiKey: string; actionId: number }> {
   const s = ctx.settings;
-  const a = await newAccount(ctx.db, 'bench jobs');
-  const b = await newAccount(ctx.db, 'bench webhooks');
+  const a = await benchAccount(ctx.db, 'bench jobs');
+  const b = await benchAccount(ctx.db, 'bench webhooks');
 
   // Seeds for the polls: a completed v1 action and a succeeded v2 job.
   const seeded = await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody);
   const job = await expectOk(api.url, a.apiKey, 'POST', '/api/v2/jobs/generate', ctx.photoBody);
-  await until(() => expectOk(api.url, a.apiKey, 'GET', `${V1}/status/${seeded.action_id}`), (x) => x.status === 'completed', 60_000);
-  await until(() => expectOk(api.url, a.apiKey, 'GET', `/api/v2/jobs/${job.job_id}`), (x) => x.status === 'succeeded', 60_000);
+  await eventually(() => expectOk(api.url, a.apiKey, 'GET', `${V1}/status/${seeded.action_id}`), (x) => x.status === 'completed', 60_000);
+  await eventually(() => expectOk(api.url, a.apiKey, 'GET', `/api/v2/jobs/${job.job_id}`), (x) => x.status === 'succeeded', 60_000);
 
   // One job alone: POST to `completed` seen in status (polled every 5 ms).
   await oneJobAlone(api.url, a, ctx.photoBody); // warm-up
@@ -139,7 +117,7 @@ async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningServ
   for (let r = 0; r < s.repeats; r++) {
     const t = performance.now();
     const ids = await inBatches(s.jobBatch, 10, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
-    await until(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
+    await eventually(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
     const failed = ids.length - await countActions(ctx.db, ids, ['completed']);
     recordValue(figures, 'svc.jobs', ids.length / ((performance.now() - t) / 1000), failed);
   }
@@ -173,19 +151,19 @@ async function measureWebhooks(ctx: ServiceContext, base: string, account: Accou
   const hook = await expectOk(base, account.apiKey, 'POST', `${V1}/webhooks`, JSON.stringify({ url: `${receiver.url}/hook`, events: ['generation.completed'] }));
   const received = () => receiver.count('/hook');
   await inBatches(s.webhookBatch, 10, () => expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody));
-  await until(async () => received(), (n) => n >= s.webhookBatch, 600_000, 50);
+  await eventually(async () => received(), (n) => n >= s.webhookBatch, 600_000, 50);
   const deliveries = async () => (await expectOk(base, account.apiKey, 'GET', `${V1}/webhooks/${hook.id}/deliveries?limit=100`)).deliveries as { delivery_id: string; status: string }[];
   const connection = await Connection.connect({ address: ctx.temporalAddress });
   try {
     const temporal = new Client({ connection, namespace: 'default' });
     for (let r = 0; r < s.repeats; r++) {
-      const list = await until(deliveries, (d) => d.length >= s.webhookBatch && d.every((x) => x.status !== 'pending'), 60_000);
+      const list = await eventually(deliveries, (d) => d.length >= s.webhookBatch && d.every((x) => x.status !== 'pending'), 60_000);
       // A delivery's row is final a moment before its workflow closes; a redelivery needs it closed.
       await Promise.all(list.map((d) => temporal.workflow.getHandle(deliveryWorkflowId(d.delivery_id)).result()));
       const before = received();
       const t = performance.now();
       await inBatches(list.length, 10, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${list[i].delivery_id}/redeliver`));
-      await until(async () => received(), (n) => n >= before + list.length, 600_000, 20);
+      await eventually(async () => received(), (n) => n >= before + list.length, 600_000, 20);
       recordValue(figures, 'svc.webhooks', list.length / ((performance.now() - t) / 1000));
     }
   } finally {
@@ -208,7 +186,7 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
     for (const target of ctx.settings.inFlightSteps) {
       const more = await inBatches(target - ids.length, 10, async () => (await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
       ids.push(...more);
-      await until(() => countActions(ctx.db, ids, ['processing']), (n) => n === ids.length, 900_000, 200);
+      await eventually(() => countActions(ctx.db, ids, ['processing']), (n) => n === ids.length, 900_000, 200);
       await sleep(1500); // the last workflow tasks settle
       const rss = rssMiB(worker.pid);
       recordValue(figures, `mem.rss.${target}`, rss);
@@ -224,7 +202,7 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all', fi
   const s = ctx.settings;
   const service = await startService(ctx, mode, `${mode}-accept`, `bench-accept-${mode}`);
   try {
-    const account = await newAccount(ctx.db, `bench accept ${mode}`);
+    const account = await benchAccount(ctx.db, `bench accept ${mode}`);
     const options = {
       url: `${service.url}${V1}/generate/photo`, connections: s.connections, method: 'POST', body: ctx.photoBody,
       headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
@@ -242,3 +220,28 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all', fi
 }
 
 export const randomSecret = () => randomBytes(32).toString('hex');
+
+/**
+ * What every service process of a run gets besides its database, Temporal address, queue and port (and what it
+ * inherits from the bench's launcher: trust in the webhook receiver's certificate, loopback allowed as a target).
+ */
+export function serviceEnv(dataDir: string): Record<string, string> {
+  return {
+    ASSET_STORE: 'file',
+    ASSETS_DIR: path.join(dataDir, 'assets'),
+    ASSET_SIGNING_SECRET: randomSecret(),
+    SECRETS_KEY: randomSecret(),
+    RATE_LIMIT_PER_MINUTE: '1000000000',
+    LOCAL_RENDERER_COST: 'zero',
+    IMAGE_PROVIDER: 'local',
+    TEXT_PROVIDER: 'local',
+    VIDEO_PROVIDER: 'local',
+    // No reconciliation of the actions a phase leaves unstarted on purpose.
+    RECONCILE_GRACE_SECONDS: '86400',
+  };
+}
+
+/** The JSON body of every POST /generate/photo: a small JPEG, 1K, product name and category sent (no analysis). */
+export async function photoBody(): Promise<string> {
+  return JSON.stringify({ images: [{ data: await jpegBase64() }], product_name: 'Bench cup', category_id: 'home', resolution: '1K' });
+}

@@ -6,6 +6,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { stopChild } from '../tools/tool-process';
 
 const MAIN = path.resolve(__dirname, '../main.js');
 
@@ -26,7 +27,7 @@ const READY_TIMEOUT_MS = 120_000;
  * when given (kept for the whole life of the process), else they are read only until it is ready.
  */
 export async function startServiceProcess(
-  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string; readyTimeoutMs?: number } = {},
+  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string } = {},
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [MAIN, mode], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -37,7 +38,6 @@ export async function startServiceProcess(
   const waitingFor = new Set(mode === 'all' ? ['API listening', 'worker running'] : mode === 'api' ? ['API listening'] : ['worker running']);
   const lines: string[] = [];
   const reader = readline.createInterface({ input: child.stderr! });
-  const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   let timer: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve, reject) => {
     reader.on('line', (line) => {
@@ -52,8 +52,8 @@ export async function startServiceProcess(
     void exited.then((code) => reject(new Error(`service exited with ${code} before it was ready:\n${lines.slice(-40).join('\n')}`)));
     timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`service not ready within ${readyTimeoutMs} ms:\n${lines.slice(-40).join('\n')}`));
-    }, readyTimeoutMs);
+      reject(new Error(`service not ready within ${READY_TIMEOUT_MS} ms:\n${lines.slice(-40).join('\n')}`));
+    }, READY_TIMEOUT_MS);
   }).finally(() => clearTimeout(timer));
   reader.removeAllListeners('line'); // the reader goes on draining the pipe, so the child never blocks on its log
   return {
@@ -63,12 +63,6 @@ export async function startServiceProcess(
       child.kill(signal);
       return exited;
     },
-    async stop(graceMs = 25_000) {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: (graceMs = 25_000) => stopChild(child, exited, graceMs),
   };
 }

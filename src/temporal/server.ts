@@ -138,7 +138,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     name: 'the Temporal server',
     binary: server,
     args: ['--root', TEMPORAL_DEPLOY_DIR, '--config', 'config', '--env', 'postgres', '--allow-no-auth', 'start'],
-    env: toolEnv({
+    env: {
       TEMPORAL_PORT_BASE: String(options.portBase),
       TEMPORAL_BIND_IP: bindIp,
       TEMPORAL_METRICS_PORT: String(options.metricsPort),
@@ -153,7 +153,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
       TEMPORAL_DB_TLS_CA_FILE: parts.caFile,
       TEMPORAL_NUM_HISTORY_SHARDS: String(options.historyShards ?? 4),
       TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(TEMPORAL_DEPLOY_DIR, 'dynamicconfig.yaml'),
-    }),
+    },
     logFile: options.logFile,
     answers: () => temporalAnswers(address, 1000),
     readyTimeoutMs: 90_000,

@@ -4,7 +4,7 @@
  * by the project's `deploy/temporal/ui/cluster.yaml` through the environment (loopback only by default).
  */
 import type { ChildProcess } from 'node:child_process';
-import { ensureGoTools, toolEnv } from '../tools/go-tools';
+import { ensureGoTools } from '../tools/go-tools';
 import { startToolProcess } from '../tools/tool-process';
 import { TEMPORAL_DEPLOY_DIR } from './server';
 
@@ -23,11 +23,11 @@ export async function startUiServer(options: { toolsDir: string; temporalAddress
     name: 'the Temporal UI server',
     binary: server,
     args: ['--root', TEMPORAL_DEPLOY_DIR, '--config', 'ui', '--env', 'cluster', 'start'],
-    env: toolEnv({
+    env: {
       TEMPORAL_ADDRESS: options.temporalAddress,
       TEMPORAL_UI_PORT: String(options.port),
       TEMPORAL_DEFAULT_NAMESPACE: options.namespace,
-    }),
+    },
     logFile: options.logFile,
     answers: () => fetch(`${url}/api/v1/settings`).then((r) => r.ok, () => false),
     readyTimeoutMs: 30_000,

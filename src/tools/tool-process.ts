@@ -5,6 +5,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
+import { toolEnv } from './go-tools';
 
 export interface ToolProcess {
   child: ChildProcess;
@@ -17,7 +18,8 @@ export interface ToolProcessOptions {
   name: string;
   binary: string;
   args: string[];
-  env?: NodeJS.ProcessEnv;
+  /** Its own variables; it gets only these and the basic ones of `toolEnv`, never the service's secrets. */
+  env?: Record<string, string | undefined>;
   logFile: string;
   /** Asked every `pollMs` until it answers true; the process is then ready. */
   answers: () => Promise<boolean>;
@@ -30,17 +32,11 @@ export interface ToolProcessOptions {
 export async function startToolProcess(options: ToolProcessOptions): Promise<ToolProcess> {
   mkdirSync(path.dirname(options.logFile), { recursive: true });
   const out = openSync(options.logFile, 'a');
-  const child = spawn(options.binary, options.args, { stdio: ['ignore', out, out], ...(options.env ? { env: options.env } : {}) });
+  const child = spawn(options.binary, options.args, { stdio: ['ignore', out, out], env: toolEnv(options.env ?? {}) });
   closeSync(out); // the child has its own copy
   let exited = false;
   const exitPromise = new Promise<void>((resolve) => child.once('exit', () => { exited = true; resolve(); }));
-  const stop = async () => {
-    if (exited) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.stopGraceMs ?? 10_000);
-    await exitPromise;
-    clearTimeout(timer);
-  };
+  const stop = () => stopChild(child, exitPromise, options.stopGraceMs ?? 10_000);
   const deadline = Date.now() + options.readyTimeoutMs;
   while (!(await options.answers())) {
     if (exited) throw new Error(`${options.name} exited at start; see ${options.logFile}`);
@@ -51,4 +47,13 @@ export async function startToolProcess(options: ToolProcessOptions): Promise<Too
     await new Promise((r) => setTimeout(r, options.pollMs ?? 200));
   }
   return { child, stop };
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited (at once if it already has). */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
 }

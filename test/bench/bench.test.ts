@@ -11,8 +11,7 @@ import { measureHttpFloors, measureWorkflowFloors } from '../../bench/floors';
 import type { Figures } from '../../bench/measured';
 import { stopAll } from '../../bench/processes';
 import { backendReport, renderMarkdown, Report } from '../../bench/report';
-import { jpegBase64 } from '../../bench/photo';
-import { measureAccept, randomSecret, ServiceContext } from '../../bench/service';
+import { measureAccept, photoBody, ServiceContext, serviceEnv } from '../../bench/service';
 import { settingsFor } from '../../bench/settings';
 import { newAccount, placeAction } from '../support/fixtures';
 import { testEnvironment } from '../support/environment';
@@ -36,11 +35,8 @@ describe('benchmark harness (smoke)', function () {
       await measureWorkflowFloors(floorCtx, figures);
       const ctx: ServiceContext = {
         settings, db, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, dataDir,
-        photoBody: JSON.stringify({ images: [{ data: await jpegBase64() }], product_name: 'Bench cup', category_id: 'home', resolution: '1K' }),
-        env: {
-          ASSET_STORE: 'file', ASSETS_DIR: path.join(dataDir, 'assets'), ASSET_SIGNING_SECRET: randomSecret(), SECRETS_KEY: randomSecret(),
-          RATE_LIMIT_PER_MINUTE: '1000000000', LOCAL_RENDERER_COST: 'zero', RECONCILE_GRACE_SECONDS: '86400',
-        },
+        photoBody: await photoBody(),
+        env: serviceEnv(dataDir),
       };
       await measureAccept(ctx, 'api', figures);
 

@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { log } from '../../log';
-import { ensureGoTools, toolEnv } from '../../tools/go-tools';
+import { ensureGoTools } from '../../tools/go-tools';
 import { startToolProcess } from '../../tools/tool-process';
 import { ensureBucket } from './s3-asset-store';
 
@@ -66,7 +66,7 @@ export async function startS3Gateway(options: S3GatewayOptions): Promise<S3Gatew
     binary,
     args: ['--port', `${host}:${options.port}`, '--region', region, '--health', HEALTH_PATH, '--keep-alive', '--quiet', 'posix', options.dir],
     // The root user as the gateway documents it: through the environment, so the secret is not in `ps`.
-    env: toolEnv({ ROOT_ACCESS_KEY_ID: options.accessKey, ROOT_SECRET_ACCESS_KEY: options.secretKey }),
+    env: { ROOT_ACCESS_KEY_ID: options.accessKey, ROOT_SECRET_ACCESS_KEY: options.secretKey },
     logFile: options.logFile,
     answers: () => answers(`${endpoint}${HEALTH_PATH}`),
     readyTimeoutMs: START_TIMEOUT_MS,
