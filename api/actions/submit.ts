@@ -80,7 +80,7 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
   // read with the key may be stale by now (images fetched, a wait for an earlier request with the same key), so a
   // refusal is confirmed with a fresh read.
   if (spec.price > spec.caller.availableOnArrival) {
-    const { available } = await readBalance(db.manager, spec.caller.accountId);
+    const { available } = await readBalance(db, spec.caller.accountId);
     if (spec.price > available) throw insufficientTokens(available, spec.price);
   }
   const provider = routeFor(services, spec.product);

@@ -1,5 +1,5 @@
 import { CATEGORIES } from '../../src/domain/catalogue';
-import { prepared, preparedRow } from '../../src/db/prepared';
+import { readBalance } from '../../src/domain/billing';
 import { readPriceList } from '../../src/domain/pricing';
 import type { Route } from '../route';
 import { ref } from '../schemas/shared';
@@ -7,19 +7,13 @@ import type { ApiServices, Caller } from '../services';
 
 const CATALOGUE_BODY = { categories: CATEGORIES };
 
-/** The account's balance and holds (as `readBalance` reads them), prepared: a poll target like `/status`. */
-const ACCOUNT_BALANCE = prepared('account_balance', 'SELECT balance, held FROM accounts WHERE id = $1');
-
 export function infoRoutes({ db }: ApiServices): Route[] {
   return [
     {
       method: 'get', path: '/balance', operationId: 'getBalance', tag: 'Information', summary: 'Sparks balance, holds and what is available',
       responses: { 200: { description: 'The balance', schema: ref('Balance') } },
       async handle(ctx) {
-        const accountId = (ctx.state.caller as Caller).accountId;
-        const row = await preparedRow<{ balance: number; held: number }>(db, ACCOUNT_BALANCE, [accountId]);
-        if (!row) throw new Error(`account ${accountId} not found`);
-        ctx.body = { balance: row.balance, available: row.balance - row.held, holds: row.held };
+        ctx.body = await readBalance(db, (ctx.state.caller as Caller).accountId);
       },
     },
     {

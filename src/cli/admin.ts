@@ -76,7 +76,7 @@ async function run(db: DataSource, command: string, o: Record<string, string | b
       const amount = count(str('amount'), '--amount')!;
       if (amount === 0) throw new UsageError('--amount must be positive');
       await grantToAccount(db, accountId, amount);
-      const balance = await readBalance(db.manager, accountId);
+      const balance = await readBalance(db, accountId);
       return { json: { account_id: accountId, granted: amount, ...balance }, text: `granted ${amount}; balance ${balance.balance}, available ${balance.available}` };
     }
     case 'pricing:set': {

@@ -7,6 +7,7 @@
  * - a charge writes one ledger row with a unique reference, and the balance moves with it.
  */
 import type { DataSource, EntityManager } from 'typeorm';
+import { prepared, preparedRow } from '../db/prepared';
 import { sqlRow } from '../db/sql';
 
 export class InsufficientSparks extends Error {
@@ -17,8 +18,11 @@ export class InsufficientSparks extends Error {
 
 export interface BalanceView { balance: number; available: number; holds: number }
 
-export async function readBalance(manager: EntityManager, accountId: number): Promise<BalanceView> {
-  const row = await sqlRow(manager, 'SELECT balance, held FROM accounts WHERE id = $1', [accountId]);
+/** A poll target (`GET /balance`) and the 402 details: a prepared read, outside any transaction. */
+const ACCOUNT_BALANCE = prepared('account_balance', 'SELECT balance, held FROM accounts WHERE id = $1');
+
+export async function readBalance(db: DataSource, accountId: number): Promise<BalanceView> {
+  const row = await preparedRow<{ balance: number; held: number }>(db, ACCOUNT_BALANCE, [accountId]);
   if (!row) throw new Error(`account ${accountId} not found`);
   return { balance: row.balance, available: row.balance - row.held, holds: row.held };
 }
@@ -36,7 +40,7 @@ export async function transactionWithHolds<T>(db: DataSource, accountId: number,
   } catch (err) {
     const e = err as { code?: string; constraint?: string };
     if (e.code !== '23514' || e.constraint !== 'accounts_held_covered') throw err;
-    throw new InsufficientSparks((await readBalance(db.manager, accountId)).available, required);
+    throw new InsufficientSparks((await readBalance(db, accountId)).available, required);
   }
 }
 

@@ -106,7 +106,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     assert.deepEqual([action.status, action.asset_path], ['completed', 'results/x.jpg']);
     const [card] = await db.query('SELECT status, active_action_id FROM cards WHERE id = $1', [action.card_id]);
     assert.deepEqual([card.status, card.active_action_id], ['completed', actionId]);
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 5, holds: 0, available: 5 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 5, holds: 0, available: 5 });
     await assertMoneyConsistent(db, accountId);
   });
 
@@ -117,7 +117,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     await run('failAction', actionId, 'The provider refused');
     const [action] = await db.query('SELECT status, error_message FROM actions WHERE id = $1', [actionId]);
     assert.deepEqual([action.status, action.error_message], ['failed', 'The provider refused']);
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 10, holds: 0, available: 10 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 10, holds: 0, available: 10 });
     await assertMoneyConsistent(db, accountId);
   });
 
@@ -126,7 +126,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     const actionId = await placeAction(db, accountId, { hold: 5 });
     await run('failAction', actionId, 'cancelled elsewhere');
     assert.equal(await run('completeAction', actionId, 'results/y.jpg'), 'cancelled');
-    assert.equal((await readBalance(db.manager, accountId)).balance, 10);
+    assert.equal((await readBalance(db, accountId)).balance, 10);
     await assertMoneyConsistent(db, accountId);
   });
   describe('with a v2 job (the fused-steps moves)', () => {
@@ -176,7 +176,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
       const job = await jobRow(jobId);
       assert.deepEqual([job.status, job.phase, job.retryable], ['succeeded', 'postprocessing', false]);
       assert.ok(job.completed_at);
-      assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+      assert.deepEqual(await readBalance(db, accountId), { balance: 15, holds: 0, available: 15 });
       await assertMoneyConsistent(db, accountId);
     });
 
@@ -189,7 +189,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
       await run('failAction', actionId, 'upstream 503', failure);
       const job = await jobRow(jobId);
       assert.deepEqual([job.status, job.phase, job.retryable, job.error_code, job.error_message], ['dead_letter', 'failed', true, 'unavailable', 'upstream 503']);
-      assert.deepEqual(await readBalance(db.manager, accountId), { balance: 20, holds: 0, available: 20 });
+      assert.deepEqual(await readBalance(db, accountId), { balance: 20, holds: 0, available: 20 });
       await assertMoneyConsistent(db, accountId);
     });
   });

@@ -78,7 +78,7 @@ describe('operator CLI', function () {
   it('sparks:grant adds to the ledger; pricing:set changes what /pricing answers', async () => {
     const account = JSON.parse((await admin('account:create', '--name', 'Grant', '--sparks', '5', '--json')).stdout);
     assert.equal((await admin('sparks:grant', '--account', String(account.account_id), '--amount', '7')).code, 0);
-    assert.deepEqual(await readBalance(db.manager, account.account_id), { balance: 12, holds: 0, available: 12 });
+    assert.deepEqual(await readBalance(db, account.account_id), { balance: 12, holds: 0, available: 12 });
     await assertMoneyConsistent(db, account.account_id);
 
     const before = (await apiClient(stack.baseUrl, account.api_key)('GET', `${V1}/pricing`)).body;

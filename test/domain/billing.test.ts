@@ -24,7 +24,7 @@ describe('billing (real Postgres)', () => {
       }),
       (err: unknown) => err instanceof InsufficientSparks && err.available === 3 && err.required === 5,
     );
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 8, holds: 5, available: 3 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 8, holds: 5, available: 3 });
     assert.deepEqual(await db.query('SELECT status FROM actions WHERE id = $1', [second]), [{ status: 'pending' }]);
     assert.deepEqual(await db.query('SELECT count(*)::int AS n FROM spark_holds WHERE action_id = $1', [second]), [{ n: 0 }]);
     await assertMoneyConsistent(db, accountId);
@@ -36,7 +36,7 @@ describe('billing (real Postgres)', () => {
     await db.transaction((m) => holdSparks(m, accountId, actionId, 5));
     const outcomes = await Promise.all(Array.from({ length: 8 }, () => db.transaction((m) => settleHold(m, actionId, 'charged'))));
     assert.deepEqual(new Set(outcomes), new Set(['charged']));
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 15, holds: 0, available: 15 });
     const ledger = await db.query(`SELECT amount FROM spark_ledger WHERE action_id = $1`, [actionId]);
     assert.deepEqual(ledger, [{ amount: -5 }]);
     await assertMoneyConsistent(db, accountId);
@@ -54,7 +54,7 @@ describe('billing (real Postgres)', () => {
     assert.equal(await db.transaction((m) => settleHold(m, charged, 'released')), 'charged');
     assert.equal(await db.transaction((m) => settleHold(m, released, 'released')), 'released');
     assert.equal(await db.transaction((m) => settleHold(m, released, 'charged')), 'released');
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 15, holds: 0, available: 15 });
     await assertMoneyConsistent(db, accountId);
   });
 
@@ -68,11 +68,11 @@ describe('billing (real Postgres)', () => {
       await m.query(`INSERT INTO spark_holds (account_id, action_id, amount, status) VALUES ($1, $2, 5, 'held')`, [accountId, old]);
     });
     await transactionWithHolds(db, accountId, 4, (m) => holdSparks(m, accountId, current, 4));
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 20, holds: 9, available: 11 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 20, holds: 9, available: 11 });
     await assertMoneyConsistent(db, accountId);
     assert.equal(await db.transaction((m) => settleHold(m, old, 'charged')), 'charged');
     assert.equal(await db.transaction((m) => settleHold(m, current, 'released')), 'released');
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 15, holds: 0, available: 15 });
     await assertMoneyConsistent(db, accountId);
   });
 
@@ -80,7 +80,7 @@ describe('billing (real Postgres)', () => {
     const { accountId } = await newAccount(db, 0);
     assert.equal(await db.transaction((m) => grantSparks(m, accountId, 7, `grant:test:${accountId}`)), true);
     assert.equal(await db.transaction((m) => grantSparks(m, accountId, 7, `grant:test:${accountId}`)), false);
-    assert.equal((await readBalance(db.manager, accountId)).balance, 7);
+    assert.equal((await readBalance(db, accountId)).balance, 7);
     await assertMoneyConsistent(db, accountId);
   });
 });

@@ -29,11 +29,11 @@ describe('helper usage: reserve, complete, cancel (real Postgres)', () => {
     await setUsed(accountId, 100);
     const first = await reserveHelperCall(db, accountId); // call 101 opens block 1: held
     const second = await reserveHelperCall(db, accountId); // call 102: inside block 1
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 1, holds: 1, available: 0 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 1, holds: 1, available: 0 });
     assert.equal(await cancelHelperCall(db, first), true); // the second call still needs block 1
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 1, holds: 1, available: 0 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 1, holds: 1, available: 0 });
     assert.equal(await completeHelperCall(db, second), true); // block 1 charged
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 0, holds: 0, available: 0 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 0, holds: 0, available: 0 });
     assert.deepEqual(await counts(accountId), { used: 101, pending: 0 });
     assert.equal(await completeHelperCall(db, second), false, 'a call is finished once');
     assert.equal(await cancelHelperCall(db, first), false);
@@ -46,9 +46,9 @@ describe('helper usage: reserve, complete, cancel (real Postgres)', () => {
     const opening = await reserveHelperCall(db, accountId); // call 121 opens block 2
     const inside = await reserveHelperCall(db, accountId); // call 122: inside block 2
     assert.equal(await cancelHelperCall(db, inside), true);
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 1, holds: 1, available: 0 }, 'still needed by call 121');
+    assert.deepEqual(await readBalance(db, accountId), { balance: 1, holds: 1, available: 0 }, 'still needed by call 121');
     assert.equal(await cancelHelperCall(db, opening), true);
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 1, holds: 0, available: 1 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 1, holds: 0, available: 1 });
     assert.deepEqual(await counts(accountId), { used: 120, pending: 0 });
     await assertMoneyConsistent(db, accountId);
   });
@@ -60,10 +60,10 @@ describe('helper usage: reserve, complete, cancel (real Postgres)', () => {
     const fresh = await reserveHelperCall(db, accountId);
     await db.query(`UPDATE helper_reservations SET created_at = now() - interval '20 minutes' WHERE id = $1`, [stale.id]);
     assert.equal(await expireHelperReservations(db, 600), 1);
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 2, holds: 1, available: 1 }, 'the fresh call still needs block 1');
+    assert.deepEqual(await readBalance(db, accountId), { balance: 2, holds: 1, available: 1 }, 'the fresh call still needs block 1');
     assert.equal(await completeHelperCall(db, stale), false, 'a late answer is not counted');
     assert.equal(await cancelHelperCall(db, fresh), true);
-    assert.deepEqual(await readBalance(db.manager, accountId), { balance: 2, holds: 0, available: 2 });
+    assert.deepEqual(await readBalance(db, accountId), { balance: 2, holds: 0, available: 2 });
     assert.deepEqual(await counts(accountId), { used: 100, pending: 0 });
     await assertMoneyConsistent(db, accountId);
   });

@@ -46,7 +46,7 @@ describe('actionWorkflow (dev server)', function () {
 
       const [row] = await stack.db.query('SELECT status, asset_path FROM actions WHERE id = $1', [actionId]);
       assert.deepEqual([row.status, row.asset_path], ['completed', assetPath]);
-      assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+      assert.deepEqual(await readBalance(stack.db, accountId), { balance: 15, holds: 0, available: 15 });
       await assertMoneyConsistent(stack.db, accountId);
 
       const description = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).describe();
@@ -66,7 +66,7 @@ describe('actionWorkflow (dev server)', function () {
       const [row] = await stack.db.query('SELECT status, error_message FROM actions WHERE id = $1', [actionId]);
       assert.equal(row.status, 'failed');
       assert.match(row.error_message, /cannot be decoded/);
-      assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 20, holds: 0, available: 20 });
+      assert.deepEqual(await readBalance(stack.db, accountId), { balance: 20, holds: 0, available: 20 });
       await assertMoneyConsistent(stack.db, accountId);
     });
 
@@ -79,7 +79,7 @@ describe('actionWorkflow (dev server)', function () {
       const runs = [];
       for await (const run of stack.temporal.workflow.list({ query: `WorkflowId = '${actionWorkflowId(actionId)}'` })) runs.push(run);
       assert.equal(runs.length, 1);
-      assert.equal((await readBalance(stack.db.manager, accountId)).balance, 15);
+      assert.equal((await readBalance(stack.db, accountId)).balance, 15);
     });
   });
 
@@ -103,7 +103,7 @@ describe('actionWorkflow (dev server)', function () {
       assert.equal(outcome.status, 'completed');
       assert.equal(provider.calls, 3);
       assert.equal(await activityAttempts(stack, actionId, 'generateAsset'), 3);
-      assert.deepEqual(await readBalance(stack.db.manager, accountId), { balance: 15, holds: 0, available: 15 });
+      assert.deepEqual(await readBalance(stack.db, accountId), { balance: 15, holds: 0, available: 15 });
       await assertMoneyConsistent(stack.db, accountId);
     });
   });
