@@ -10,7 +10,12 @@ export async function requireOwn<T extends { accountId: number }>(
   m: EntityManager, entity: EntityTarget<T>, id: number, caller: Caller, label: string,
 ): Promise<T> {
   const found = await m.findOneBy(entity, { id } as never);
-  if (!found) throw notFound(`${label} ${id}`);
-  if (found.accountId !== caller.accountId) throw forbidden(`${label} ${id}`);
+  return assertOwn(found, found?.accountId, caller, `${label} ${id}`);
+}
+
+/** The rule of `requireOwn` for a row read some other way (a prepared select): 404 if absent, 403 if not the caller's. */
+export function assertOwn<T>(found: T | null | undefined, accountId: number | undefined, caller: Caller, what: string): T {
+  if (!found) throw notFound(what);
+  if (accountId !== caller.accountId) throw forbidden(what);
   return found;
 }

@@ -3,7 +3,6 @@ import { hashApiKey } from '../../src/domain/accounts';
 import { AppError } from '../errors';
 import type { ApiServices, Caller } from '../services';
 import { CountedKeyLookup } from './counted-key-lookup';
-import type { CountedRequest } from './rate-limit';
 
 /**
  * `Authorization: Bearer ak_...` on every v1 and v2 endpoint; the caller lands on `ctx.state.caller`, the request's
@@ -20,11 +19,10 @@ export function authenticate({ db }: ApiServices): Middleware {
     if (!match) throw new AppError(401, 'invalid_api_key', 'The Authorization header must be "Bearer <API key>"');
     const found = await keys.lookup(hashApiKey(match[1]));
     if (!found) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
-    const { key, window, used, nowSeconds } = found;
+    const { key, ...counted } = found;
     const caller: Caller = {
       accountId: key.account_id, keyId: key.id, keyName: key.name, defaultGrouping: key.default_grouping, availableOnArrival: key.available,
     };
-    const counted: CountedRequest = { window, used, nowSeconds };
     ctx.state.caller = caller;
     ctx.state.counted = counted;
     await next();

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { DefaultGrouping } from '../../src/db/entities/api-key';
 import { prepared, preparedRows } from '../../src/db/prepared';
-import { rateWindowAt } from './rate-limit';
+import { CountedRequest, rateWindowAt } from './rate-limit';
 
 /**
  * Keys and their requests' places in their rate-limit windows, in one statement for any number of keys: each key is
@@ -31,7 +31,7 @@ const MAX_STATEMENTS_IN_FLIGHT = 2;
 export interface KeyRow { id: number; account_id: number; name: string; default_grouping: DefaultGrouping; available: number }
 
 /** A request of a valid key, counted: `used` is its number in the key's window, itself included. */
-export interface CountedKey { key: KeyRow; window: number; used: number; nowSeconds: number }
+export interface CountedKey extends CountedRequest { key: KeyRow }
 
 interface Waiter { resolve(counted: CountedKey | undefined): void; reject(err: unknown): void }
 

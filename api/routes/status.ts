@@ -5,8 +5,8 @@
 import { Action } from '../../src/db/entities';
 import { prepared, preparedRow } from '../../src/db/prepared';
 import { cancelAction } from '../actions/cancel';
-import { AppError, forbidden, notFound } from '../errors';
-import { requireOwn } from '../ownership';
+import { AppError } from '../errors';
+import { assertOwn, requireOwn } from '../ownership';
 import type { Route } from '../route';
 import { actionIdPath } from '../schemas/generate';
 import { ref } from '../schemas/shared';
@@ -37,10 +37,8 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
       params: actionIdPath,
       responses: { 200: { description: 'The action status', schema: ref('ActionStatus') } },
       async handle(ctx, { params }) {
-        // The rules of requireOwn (404 unknown, 403 another account's), on one prepared select of a few columns.
-        const action = await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [params.action_id]);
-        if (!action) throw notFound(`Action ${params.action_id}`);
-        if (action.account_id !== (ctx.state.caller as Caller).accountId) throw forbidden(`Action ${params.action_id}`);
+        const row = await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [params.action_id]);
+        const action = assertOwn(row, row?.account_id, ctx.state.caller as Caller, `Action ${params.action_id}`);
         ctx.body = {
           action_id: action.id,
           status: action.status,

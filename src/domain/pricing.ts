@@ -17,7 +17,7 @@ const PRICE_LIST = prepared('price_list', 'SELECT generation, improvement, video
 export async function readPriceList(db: DataSource): Promise<PriceList> {
   const row = await preparedRow<PriceList>(db, PRICE_LIST, []);
   if (!row) throw new Error('the pricing row is missing');
-  return { generation: row.generation, improvement: row.improvement, video_5sec: row.video_5sec, video_10sec: row.video_10sec };
+  return row;
 }
 
 export function photoPrice(prices: PriceList, resolution: string): number {
