@@ -8,7 +8,6 @@ import { releaseAndClose } from '../src/domain/action-states';
 import { JobMove, moveJobRecord } from '../src/domain/jobs';
 import type { ActivityDeps } from './deps';
 
-export type { JobMove } from '../src/domain/jobs';
 
 export function createJobLifecycleActivities({ db }: ActivityDeps) {
   return {

@@ -17,10 +17,7 @@ import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FA
 import { announceOutcome } from './announce';
 import { renderAsset, stopProviderTask } from './render';
 
-const bookkeeping = proxyActivities<Activities>({
-  ...TIMEOUTS.bookkeeping,
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' }, // until the database answers again
-});
+const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 /** The same steps as local activities (since `fused-steps`). */
 const localBookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 

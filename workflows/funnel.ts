@@ -10,10 +10,7 @@ import type { Activities } from '../activities';
 import { FUNNEL_REFUSALS, FunnelSetup, MAX_FUNNEL_IDEAS } from '../src/domain/funnels';
 import { FUNNEL_UPDATES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 
-const bookkeeping = proxyActivities<Activities>({
-  ...TIMEOUTS.bookkeeping,
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 
 /** The text provider answers a person who waits: a couple of quick retries of a passing failure, no more. */
 const writer = proxyActivities<Activities>({

@@ -24,18 +24,14 @@ import {
   TimeoutFailure, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { JobMove } from '../activities/job-lifecycle';
-import type { JobPhase, JobStatus } from '../src/domain/jobs';
+import type { JobMove, JobPhase, JobStatus } from '../src/domain/jobs';
 import {
   FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
 } from '../src/temporal/contract';
 import { announceOutcome } from './announce';
 import { renderAsset, stopProviderTask } from './render';
 
-const bookkeeping = proxyActivities<Activities>({
-  ...TIMEOUTS.bookkeeping,
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 const localBookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 
 /** One provider attempt per call: the workflow owns the retries. */
@@ -91,9 +87,8 @@ function jobEnded(err: unknown): boolean {
 
 /** The job since the `fused-steps` patch: three steps on the happy path, the render the only activity task. */
 async function fusedJob({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
-  const steps = localBookkeeping;
   try {
-    if ((await settle(() => steps.startProcessing(actionId, jobId))) === 'cancelled') throw new JobCancelled();
+    if ((await settle(() => localBookkeeping.startProcessing(actionId, jobId))) === 'cancelled') throw new JobCancelled();
 
     let assetPath: string | undefined;
     for (let attempt = 1; assetPath === undefined; attempt++) {
@@ -107,7 +102,7 @@ async function fusedJob({ jobId, actionId, maxAttempts, backoffMs, provider: rou
         if (failure.retryable && attempt < maxAttempts) {
           const delay = backoffMs * 2 ** (attempt - 1);
           showJob('retry_scheduled', 'provider_reserved');
-          const moved = await settle(() => steps.moveJob(jobId, {
+          const moved = await settle(() => localBookkeeping.moveJob(jobId, {
             status: 'retry_scheduled', phase: 'provider_reserved', nextAttemptInMs: delay, retryable: true, errorCode: failure.code, errorMessage: failure.message,
           }));
           if (moved === 'cancelled') throw new JobCancelled();
@@ -116,23 +111,23 @@ async function fusedJob({ jobId, actionId, maxAttempts, backoffMs, provider: rou
         }
         const status = failure.retryable ? 'dead_letter' : 'failed';
         await stopProviderTask(actionId, route);
-        await settle(() => steps.failAction(actionId, failure.message, { jobId, status, errorCode: failure.code, retryable: failure.retryable }));
+        await settle(() => localBookkeeping.failAction(actionId, failure.message, { jobId, status, errorCode: failure.code, retryable: failure.retryable }));
         showJob(status, 'failed');
         await announceOutcome(actionId, 'failed', 'local');
         return { status, error: failure.message };
       }
     }
 
-    if ((await settle(() => steps.completeAction(actionId, assetPath!, jobId))) === 'cancelled') throw new JobCancelled();
+    if ((await settle(() => localBookkeeping.completeAction(actionId, assetPath!, jobId))) === 'cancelled') throw new JobCancelled();
     showJob('succeeded', 'postprocessing');
     await announceOutcome(actionId, 'completed', 'local');
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobPhase, value: 'completed' }]);
-    await settle(() => steps.finishJobPostprocessing(jobId));
+    await settle(() => localBookkeeping.finishJobPostprocessing(jobId));
     return { status: 'succeeded', assetPath: assetPath! };
   } catch (err) {
     if (!(err instanceof JobCancelled) && !isCancellation(err)) throw err;
     await stopProviderTask(actionId, route);
-    await settle(() => steps.cancelJob(jobId, actionId));
+    await settle(() => localBookkeeping.cancelJob(jobId, actionId));
     showJob('cancelled', 'failed');
     return { status: 'cancelled' };
   }
@@ -141,7 +136,7 @@ async function fusedJob({ jobId, actionId, maxAttempts, backoffMs, provider: rou
 /** The job as workflows started before the `fused-steps` patch run it: each move an activity of its own. */
 async function stepwiseJob({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
   const move = async (step: JobMove): Promise<void> => {
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: step.status }, { key: SEARCH_ATTRIBUTES.jobPhase, value: step.phase }]);
+    showJob(step.status, step.phase);
     if ((await settle(() => bookkeeping.moveJob(jobId, step))) === 'cancelled') throw new JobCancelled();
   };
 
@@ -185,7 +180,7 @@ async function stepwiseJob({ jobId, actionId, maxAttempts, backoffMs, provider: 
     if (!(err instanceof JobCancelled) && !isCancellation(err)) throw err;
     await stopProviderTask(actionId, route); // e.g. cancelled while a retry was scheduled
     await settle(() => bookkeeping.cancelJob(jobId, actionId));
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.jobStatus, value: 'cancelled' }, { key: SEARCH_ATTRIBUTES.jobPhase, value: 'failed' }]);
+    showJob('cancelled', 'failed');
     return { status: 'cancelled' };
   }
 }

@@ -75,26 +75,18 @@ async function recordAnnouncement(stack: Stack): Promise<void> {
 
 /** Workflows started with a provider route (v3): the provider's calls on its own task queue; a video advanced on timers. */
 async function recordRouted(stack: Stack, input: string): Promise<void> {
-  const route = { taskQueue: providerTaskQueue(stack.taskQueue, 'local') };
-  for (const [name, product, params, provider] of [
-    ['photo-completed', 'photo', { inputs: [input], resolution: '1K' }, route],
-    ['video-completed', 'video', { input, scenario: '', durationSec: 5, loopMode: false, cardMode: false, aspectRatio: '3:4' }, { ...route, pollSeconds: 1 }],
+  for (const [name, product, params] of [
+    ['photo-completed', 'photo', { inputs: [input], resolution: '1K' }],
+    ['video-completed', 'video', { input, scenario: '', durationSec: 5, loopMode: false, cardMode: false, aspectRatio: '3:4' }],
   ] as const) {
     const { accountId } = await newAccount(stack.db, 50);
     const actionId = await placeAction(stack.db, accountId, { product, params, hold: 5 });
-    await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' ? 'generate' : product, product, provider });
+    await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' ? 'generate' : product, product, provider: routeFor(stack, product) });
     const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
     await handle.result();
     await save(handle, `action-workflow.${name}`);
   }
-  const { accountId } = await newAccount(stack.db, 50);
-  const actionId = await placeAction(stack.db, accountId, { params: { inputs: [input], resolution: '1K' }, hold: 5 });
-  const jobId = randomUUID();
-  await stack.db.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, 'generation.execute', 'queued', 'queued')`, [jobId, accountId, actionId]);
-  await startJobWorkflow(stack.temporal, { taskQueue: stack.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, { jobId, type: 'generation.execute', actionId, accountId, provider: route });
-  const handle = stack.temporal.workflow.getHandle(jobWorkflowId(jobId));
-  await handle.result();
-  await save(handle, 'job-workflow.succeeded');
+  await recordJob(stack, 'succeeded', input);
 }
 
 /**
@@ -194,7 +186,6 @@ async function main(): Promise<void> {
     await stack.store.put(garbage, Buffer.from('not an image'));
     const photo = { inputs: [input], resolution: '1K' };
     if (!only) await recordAnnouncement(stack);
-    if (!only) await recordRouted(stack, input); // the same scenarios as below since v4, where every start is routed
     if (!only) await recordFunnel();
     await recordJobEndings(input);
 
@@ -225,16 +216,7 @@ async function main(): Promise<void> {
     // v2 jobs: one that succeeds at once, one whose first attempt fails and is retried after a durable backoff.
     for (const [name, failures] of [['succeeded', []], ['retried-then-succeeded', [new ProviderError('upstream 503', 'unavailable', true)]]] as const) {
       const jobs = await startStack({ provider: new ScriptedProvider([...failures]), jobRetryBackoffMs: 200 });
-      const { accountId } = await newAccount(jobs.db, 50);
-      const actionId = await placeAction(jobs.db, accountId, { params: photo, hold: 5 });
-      const jobId = randomUUID();
-      await jobs.db.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, 'generation.execute', 'queued', 'queued')`, [jobId, accountId, actionId]);
-      await startJobWorkflow(jobs.temporal, { taskQueue: jobs.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, {
-        jobId, type: 'generation.execute', actionId, accountId, provider: routeFor(jobs, 'photo'),
-      });
-      const handle = jobs.temporal.workflow.getHandle(jobWorkflowId(jobId));
-      await handle.result();
-      await save(handle, `job-workflow.${name}`);
+      await recordJob(jobs, name, input);
       await jobs.stop();
     }
 
