@@ -77,8 +77,10 @@ export function serveAssets({ store, signer, config }: ApiServices): Middleware 
     // Headers are sent by the time the store's stream fails (an S3 socket gone idle or cut): end the connection, so
     // the reader sees a short body, not a hang.
     asset.stream.once('error', () => ctx.res.destroy());
+    // No listener of our own: with none, Node destroys a socket that times out, and a kept-alive connection serving
+    // many ranges (a video) gathers no listeners.
+    ctx.res.setTimeout(STREAM_IDLE_TIMEOUT_MS);
     const socket = ctx.req.socket;
-    socket.setTimeout(STREAM_IDLE_TIMEOUT_MS, () => socket.destroy());
     ctx.res.once('close', () => socket.setTimeout(0)); // a kept-alive connection goes back to the server's own timeouts
   };
 }

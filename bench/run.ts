@@ -15,7 +15,7 @@ import { openDatabase } from '../src/db/data-source';
 import { resetDatabase } from '../test/support/environment';
 import { setLogLevel } from '../src/log';
 import { findTemporalCli, freePort, startDevServer } from '../src/temporal/dev-server';
-import { startTemporalServer, TEMPORAL_SERVER_VERSION } from '../src/temporal/server';
+import { startTemporalServer, TEMPORAL_PORT_BASE_RANGE, TEMPORAL_SERVER_VERSION } from '../src/temporal/server';
 import { measureHttpFloors, measureWorkflowFloors } from './floors';
 import type { Figures } from './measured';
 import { stopAll, track } from './processes';
@@ -96,15 +96,15 @@ async function startBackend(backend: Backend, dataDir: string): Promise<{ addres
   }
   await dropDatabases([TEMPORAL_DB, `${TEMPORAL_DB}_visibility`]);
   let base: number | undefined;
-  for (let candidate = 27233; candidate <= 31933; candidate += 1100) {
+  for (let candidate = 27233; candidate <= TEMPORAL_PORT_BASE_RANGE.max; candidate += 1100) {
     if (await portsAreFree(temporalServerPorts(candidate))) {
       base = candidate;
       break;
     }
   }
-  if (base === undefined) throw new Error('no free port range for the Temporal server at or under 32000');
+  if (base === undefined) throw new Error(`no free port range for the Temporal server at or under ${TEMPORAL_PORT_BASE_RANGE.max}`);
   const server = await startTemporalServer({
-    toolsDir: config.toolsDir, db: { url: databaseUrl(TEMPORAL_DB) }, portBase: base, metricsPort: base + 767,
+    toolsDir: config.toolsDir, db: { url: databaseUrl(TEMPORAL_DB) }, portBase: base,
     logFile: path.join(dataDir, 'logs', 'temporal-server.log'), namespace: 'default',
   });
   return { address: server.address, stop: track('temporal server', () => server.stop()) };

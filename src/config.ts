@@ -4,6 +4,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { configuredSecret } from './secrets';
+import { MAX_PRESIGN_SECONDS } from './storage/asset-store';
 
 export interface Config {
   port: number;
@@ -141,7 +142,9 @@ function s3Settings(assetStore: Config['assetStore']) {
     throw new Error(`S3_PREFIX must be path segments of letters, digits and !_.*'()-, got "${prefix}"`);
   }
   const presignSeconds = int('S3_PRESIGN_SECONDS', 300);
-  if (presignSeconds < 1 || presignSeconds > 604_800) throw new Error(`S3_PRESIGN_SECONDS must be 1 to 604800 (7 days, what S3 allows), got ${presignSeconds}`);
+  if (presignSeconds < 1 || presignSeconds > MAX_PRESIGN_SECONDS) {
+    throw new Error(`S3_PRESIGN_SECONDS must be 1 to ${MAX_PRESIGN_SECONDS} (7 days, what S3 allows), got ${presignSeconds}`);
+  }
   return {
     s3Bucket: bucket,
     s3Endpoint: endpoint,

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { startCluster } from '../cluster/cluster';
 import { loadConfig } from '../config';
 import { log } from '../log';
+import { TEMPORAL_PORT_BASE_RANGE } from '../temporal/server';
 
 const USAGE = `usage: npm run cluster -- [options]
   --apis N                API processes (default 2), on ports --api-port, --api-port + 1, ...
@@ -33,7 +34,8 @@ function positiveInt(value: string | undefined, name: string, fallback: number):
 /** The server's membership ports are base - 300 and up, and stored as a Postgres smallint. */
 function temporalPort(value: string | undefined): number {
   const port = positiveInt(value, 'temporal-port', 7233);
-  if (port < 1024 || port > 32_000) throw new Error(`--temporal-port must be between 1024 and 32000, got ${port}`);
+  const { min, max } = TEMPORAL_PORT_BASE_RANGE;
+  if (port < min || port > max) throw new Error(`--temporal-port must be between ${min} and ${max}, got ${port}`);
   return port;
 }
 

@@ -9,7 +9,7 @@ import { openDatabase } from '../db/data-source';
 import { log } from '../log';
 import { loadSecret } from '../secrets';
 import { startS3Gateway, S3Gateway } from '../storage/s3/s3-gateway';
-import { startTemporalServer, TemporalServer } from '../temporal/server';
+import { METRICS_PORT_OFFSET, startTemporalServer, TemporalServer } from '../temporal/server';
 import { startUiServer, UiServer } from '../temporal/ui-server';
 import { ServiceMode, ServiceProcess, startServiceProcess } from './service-process';
 
@@ -76,7 +76,7 @@ export async function portsAreFree(ports: number[]): Promise<boolean> {
 
 /** The ports the Temporal server of deploy/temporal/config/postgres.yaml binds for a frontend port `base`. */
 export function temporalServerPorts(base: number): number[] {
-  return [base, base + 1, base + 2, base + 6, base + 10, base - 300, base - 299, base - 298, base - 294, base + 767];
+  return [base, base + 1, base + 2, base + 6, base + 10, base - 300, base - 299, base - 298, base - 294, base + METRICS_PORT_OFFSET];
 }
 
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
@@ -94,7 +94,6 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       toolsDir: options.toolsDir,
       db: { url: options.temporalDatabaseUrl },
       portBase: options.temporalPort,
-      metricsPort: options.temporalPort + 767,
       logFile: path.join(logs, 'temporal-server.log'),
       namespace: options.namespace,
     });

@@ -8,6 +8,9 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 
+/** What S3 itself accepts as the lifetime of a presigned URL (SigV4: 7 days); configuration checks against it too. */
+export const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+
 /**
  * Bytes of one object, as an HTTP `Range` asks for them: `start` to `end` inclusive (`end` left out or past the
  * last byte: to the last byte), or the `last` n bytes.

@@ -107,13 +107,22 @@ export async function setUpTemporalSchema(sqlTool: string, db: TemporalDatabase)
   log.info('temporal schema ready', { database: parts.database, visibility: parts.visibilityDatabase });
 }
 
+/**
+ * The frontend port `portBase` the others follow (deploy/temporal/config/postgres.yaml): membership ports from
+ * base - 300, stored by the server as a Postgres smallint, so the base stays within these bounds.
+ */
+export const TEMPORAL_PORT_BASE_RANGE = { min: 1024, max: 32_000 } as const;
+/** The metrics port, from the base. */
+export const METRICS_PORT_OFFSET = 767;
+
 export interface TemporalServerOptions {
   toolsDir: string;
   db: TemporalDatabase;
   /** Frontend gRPC port; the other services follow it (see the config file). */
   portBase: number;
   bindIp?: string;
-  metricsPort: number;
+  /** By default `portBase + METRICS_PORT_OFFSET`. */
+  metricsPort?: number;
   logFile: string;
   namespace: string;
   /** History shards: fixed forever once the databases are first used. */
@@ -129,6 +138,8 @@ export interface TemporalServer {
 
 /** Builds what is missing, sets up the schema, starts the server, and registers the namespace and search attributes. */
 export async function startTemporalServer(options: TemporalServerOptions): Promise<TemporalServer> {
+  const { min, max } = TEMPORAL_PORT_BASE_RANGE;
+  if (options.portBase < min || options.portBase > max) throw new Error(`the Temporal server's port base must be between ${min} and ${max}, got ${options.portBase}`);
   const { server, sqlTool } = await ensureTemporalServer(options.toolsDir);
   await setUpTemporalSchema(sqlTool, options.db);
   const parts = databaseParts(options.db);
@@ -141,7 +152,7 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
     env: {
       TEMPORAL_PORT_BASE: String(options.portBase),
       TEMPORAL_BIND_IP: bindIp,
-      TEMPORAL_METRICS_PORT: String(options.metricsPort),
+      TEMPORAL_METRICS_PORT: String(options.metricsPort ?? options.portBase + METRICS_PORT_OFFSET),
       TEMPORAL_DB_HOST: parts.host,
       TEMPORAL_DB_PORT: parts.port,
       TEMPORAL_DB_USER: parts.user,

@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { ensureGoTools } from '../tools/go-tools';
-import { startToolProcess } from '../tools/tool-process';
+import { httpAnswers, startToolProcess } from '../tools/tool-process';
 import { TEMPORAL_DEPLOY_DIR } from './server';
 
 export const TEMPORAL_UI_VERSION = 'v2.42.1';
@@ -29,7 +29,7 @@ export async function startUiServer(options: { toolsDir: string; temporalAddress
       TEMPORAL_DEFAULT_NAMESPACE: options.namespace,
     },
     logFile: options.logFile,
-    answers: () => fetch(`${url}/api/v1/settings`).then((r) => r.ok, () => false),
+    answers: () => httpAnswers(`${url}/api/v1/settings`),
     readyTimeoutMs: 30_000,
     pollMs: 250,
   });

@@ -57,3 +57,12 @@ export async function stopChild(child: ChildProcess, exited: Promise<unknown>, g
   await exited;
   clearTimeout(timer);
 }
+
+/** Whether `url` answers 2xx within a second: the readiness probe of a tool with an HTTP endpoint. */
+export async function httpAnswers(url: string): Promise<boolean> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(1_000) })).ok;
+  } catch {
+    return false;
+  }
+}

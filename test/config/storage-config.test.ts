@@ -96,7 +96,7 @@ describe('storage configuration', () => {
         assert.equal(location.searchParams.get('X-Amz-Expires'), '90');
         assert.equal(await (await fetch(link)).text(), 'stored by someone else');
       } finally {
-        store.client.destroy();
+        store.destroy();
         await service.kill('SIGTERM');
       }
     });

@@ -9,8 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { AssetNotFound, type AssetStore, type ByteRange, FileAssetStore, RangeNotSatisfiable } from '../../src/storage/asset-store';
-import { MAX_PRESIGN_SECONDS, S3AssetStore } from '../../src/storage/s3/s3-asset-store';
+import { AssetNotFound, type AssetStore, type ByteRange, FileAssetStore, MAX_PRESIGN_SECONDS, RangeNotSatisfiable } from '../../src/storage/asset-store';
+import { S3AssetStore } from '../../src/storage/s3/s3-asset-store';
 import { testEnvironment, testS3Store } from '../support/environment';
 import { eventually } from '../support/fixtures';
 
@@ -45,7 +45,7 @@ const adapters: Adapter[] = [
     name: 'S3AssetStore',
     async open() {
       const store = testS3Store({ listPageSize: LIST_PAGE_SIZE });
-      return { store, close: async () => store.client.destroy() };
+      return { store, close: async () => store.destroy() };
     },
   },
 ];
@@ -184,7 +184,7 @@ describe('S3AssetStore beyond the port (the suite\'s versitygw)', () => {
     stores.push(store);
     return store;
   };
-  after(() => stores.forEach((store) => store.client.destroy()));
+  after(() => stores.forEach((store) => store.destroy()));
 
   it('keeps its keys under its prefix: invisible to another prefix, visible in full from the bucket root', async () => {
     const prefix = `tenant-${randomBytes(4).toString('hex')}`;

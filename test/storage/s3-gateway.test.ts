@@ -35,7 +35,7 @@ describe('startS3Gateway', function () {
     assert.ok(existsSync(path.join(options.dir, options.bucket)), 'a bucket is a folder of the posix backend');
     const before = store(first.endpoint);
     await before.put('results/1/a.jpg', Buffer.from('kept'));
-    before.client.destroy();
+    before.destroy();
     await first.stop();
     assert.equal((await fetch(`${first.endpoint}/health`).catch(() => undefined))?.status, undefined, 'stopped: nothing answers');
 
@@ -43,7 +43,7 @@ describe('startS3Gateway', function () {
     try {
       const after = store(second.endpoint);
       assert.deepEqual(await after.read('results/1/a.jpg'), Buffer.from('kept'));
-      after.client.destroy();
+      after.destroy();
     } finally {
       await second.stop();
     }

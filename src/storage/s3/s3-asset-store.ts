@@ -11,11 +11,8 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import {
   AssetNotFound, type AssetStore, assertValidAssetKey, assertValidKeyPrefix, type ByteRange, contentTypeOf,
-  RangeNotSatisfiable, resolveRange, type StoredAsset, type StoredObject,
+  MAX_PRESIGN_SECONDS, RangeNotSatisfiable, resolveRange, type StoredAsset, type StoredObject,
 } from '../asset-store';
-
-/** What S3 itself accepts as the lifetime of a presigned URL (SigV4: 7 days). */
-export const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 
 export interface S3Location {
   bucket: string;
@@ -102,6 +99,12 @@ export class S3AssetStore implements AssetStore {
     this.bucket = options.bucket;
     this.prefix = options.prefix ? options.prefix.replace(/\/*$/, '/') : '';
     this.listPageSize = options.listPageSize;
+  }
+
+  /** Closes both connection pools (tests; a process that ends needs nothing). */
+  destroy(): void {
+    this.client.destroy();
+    this.streams.destroy();
   }
 
   private objectKey(key: string): string {

@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { log } from '../../log';
 import { ensureGoTools } from '../../tools/go-tools';
-import { startToolProcess } from '../../tools/tool-process';
+import { httpAnswers, startToolProcess } from '../../tools/tool-process';
 import { ensureBucket } from './s3-asset-store';
 
 export const VERSITYGW_VERSION = 'v1.8.0';
@@ -47,14 +47,6 @@ export async function ensureS3Gateway(toolsDir: string): Promise<string> {
   return (await ensureGoTools(toolsDir, VERSITYGW_TOOLS)).versitygw;
 }
 
-async function answers(url: string): Promise<boolean> {
-  try {
-    return (await fetch(url, { signal: AbortSignal.timeout(1_000) })).ok;
-  } catch {
-    return false;
-  }
-}
-
 export async function startS3Gateway(options: S3GatewayOptions): Promise<S3Gateway> {
   const binary = await ensureS3Gateway(options.toolsDir);
   const host = options.host ?? '127.0.0.1';
@@ -68,7 +60,7 @@ export async function startS3Gateway(options: S3GatewayOptions): Promise<S3Gatew
     // The root user as the gateway documents it: through the environment, so the secret is not in `ps`.
     env: { ROOT_ACCESS_KEY_ID: options.accessKey, ROOT_SECRET_ACCESS_KEY: options.secretKey },
     logFile: options.logFile,
-    answers: () => answers(`${endpoint}${HEALTH_PATH}`),
+    answers: () => httpAnswers(`${endpoint}${HEALTH_PATH}`),
     readyTimeoutMs: START_TIMEOUT_MS,
     pollMs: 100,
   });
