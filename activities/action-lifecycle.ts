@@ -3,7 +3,7 @@
  * once, so every move is a conditional update: repeating it changes nothing. Given a v2 job's id, each also moves
  * the job in the same transaction (the job workflow runs them as local activities: one step, not two).
  */
-import { closeAction } from '../src/domain/action-states';
+import { ActionEnd, closeAction } from '../src/domain/action-states';
 import { settleHold } from '../src/domain/billing';
 import { moveJobRecord } from '../src/domain/jobs';
 import { sqlRow } from '../src/db/sql';
@@ -35,25 +35,7 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
      * job, if given, to succeeded/postprocessing.
      */
     async completeAction(actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
-      return db.transaction(async (m) => {
-        const settled = await settleHold(m, actionId, 'charged');
-        if (settled === 'released') {
-          // Released meanwhile (cancelled, or failed by the API when the start looked lost): close it as such.
-          await closeAction(m, actionId, 'cancelled', null);
-          return 'cancelled';
-        }
-        const done = await sqlRow(m,
-          `UPDATE actions SET status = 'completed', asset_path = $2, completed_at = now(), updated_at = now()
-            WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id`, [actionId, assetPath]);
-        if (done) {
-          await m.query(
-            `UPDATE cards SET status = 'completed', updated_at = now(),
-                    active_action_id = GREATEST(COALESCE(active_action_id, 0), $2)
-              WHERE id = $1`, [done.card_id, actionId]);
-        }
-        if (jobId) await moveJobRecord(m, jobId, { status: 'succeeded', phase: 'postprocessing', retryable: false });
-        return 'completed';
-      });
+      return db.transaction((m) => completeRendered(m, actionId, assetPath, jobId));
     },
 
     /** Releases the hold and marks the action cancelled (a cancel that reached a running render). */
@@ -78,11 +60,28 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
         }
       });
     },
+
+    /**
+     * Ends an action whose render (`renderAction`) failed or was cancelled: releases the hold and closes the action
+     * as `ending` says, unless the render completed and charged it first (a cancel that raced its last step).
+     * Answers how the action really ended, so that the workflow reports and announces that.
+     */
+    async endAction(actionId: number, ending: { status: 'failed'; error: string } | { status: 'cancelled' }): Promise<ActionEnd> {
+      return db.transaction(async (m) => {
+        if ((await settleHold(m, actionId, 'released')) === 'released') {
+          await closeAction(m, actionId, ending.status, ending.status === 'failed' ? ending.error : null);
+        }
+        const action = await sqlRow(m, 'SELECT status, asset_path, error_message FROM actions WHERE id = $1', [actionId]);
+        if (action!.status === 'completed') return { status: 'completed', assetPath: action!.asset_path };
+        if (action!.status === 'failed') return { status: 'failed', error: action!.error_message ?? 'Generation failed' };
+        return { status: 'cancelled' };
+      });
+    },
   };
 }
 
 /** pending -> processing in the caller's transaction; see `startProcessing`. */
-async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
+export async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
   const moved = await sqlRow(m,
     `UPDATE actions SET status = 'processing', started_at = now(), updated_at = now()
       WHERE id = $1 AND status = 'pending' RETURNING card_id`, [actionId]);
@@ -95,4 +94,25 @@ async function startAction(m: EntityManager, actionId: number): Promise<StartOut
   // A retried start finds it processing: go on. Cancelled, or already closed (a duplicate or late
   // workflow): stop, so nothing is rendered twice or for free.
   return current.status === 'processing' ? 'started' : 'cancelled';
+}
+
+/** `completeAction` in the caller's transaction: the charge, the action, its card and its job, or `cancelled`. */
+export async function completeRendered(m: EntityManager, actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
+  const settled = await settleHold(m, actionId, 'charged');
+  if (settled === 'released') {
+    // Released meanwhile (cancelled, or failed by the API when the start looked lost): close it as such.
+    await closeAction(m, actionId, 'cancelled', null);
+    return 'cancelled';
+  }
+  const done = await sqlRow(m,
+    `UPDATE actions SET status = 'completed', asset_path = $2, completed_at = now(), updated_at = now()
+      WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id`, [actionId, assetPath]);
+  if (done) {
+    await m.query(
+      `UPDATE cards SET status = 'completed', updated_at = now(),
+              active_action_id = GREATEST(COALESCE(active_action_id, 0), $2)
+        WHERE id = $1`, [done.card_id, actionId]);
+  }
+  if (jobId) await moveJobRecord(m, jobId, { status: 'succeeded', phase: 'postprocessing', retryable: false });
+  return 'completed';
 }

@@ -10,6 +10,8 @@ import type { ParamsByProduct } from '../src/domain/action-params';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import { JobMove, moveJobRecord } from '../src/domain/jobs';
+import type { ActionEnd } from '../src/domain/action-states';
+import { completeRendered, startAction } from './action-lifecycle';
 import type { ActivityDeps } from './deps';
 
 /** Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout. */
@@ -92,6 +94,25 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
     return key;
   };
 
+  /**
+   * Renders the action and stores the result; given a v2 job, moves it through the attempt's phases on the way
+   * (see `generateAsset`).
+   */
+  const renderAndStore = async (action: Action, jobId?: string): Promise<string> => {
+    try {
+      const renderer = render[action.product] as Renderers['photo'];
+      return await heartbeating((async () => {
+        await moveJob(jobId, { status: 'running', phase: 'provider_reserved', attempt: true });
+        const started = () => moveJob(jobId, { status: 'running', phase: 'provider_running' });
+        const rendered = await renderer(action.params as never, Context.current().cancellationSignal, started);
+        await moveJob(jobId, { status: 'running', phase: 'finalizing' });
+        return storeResult(action.id, rendered);
+      })());
+    } catch (err) {
+      throw toFailure(err);
+    }
+  };
+
   return {
     /**
      * One step of a video render: submits the provider's task when the action has none (and records its id at
@@ -133,19 +154,24 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      * A job found ended (cancelled meanwhile) fails the attempt with `JobEnded`, nothing more rendered or stored.
      */
     async generateAsset(actionId: number, jobId?: string): Promise<string> {
+      return renderAndStore(await db.getRepository(Action).findOneByOrFail({ id: actionId }), jobId);
+    },
+
+    /**
+     * A whole image action in one activity on its provider's queue (workflows since `settled-render`): starts it
+     * (pending -> processing), renders and stores, then charges and completes it in one transaction, so that the
+     * result is visible the moment it is stored, without waiting for a workflow task. An action found cancelled
+     * or closed is not rendered. A retry whose earlier attempt completed the action (its answer lost) answers the
+     * stored result. A cancel that reaches the render before its last step stops it there, nothing charged.
+     */
+    async renderAction(actionId: number): Promise<ActionEnd> {
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
-      try {
-        const renderer = render[action.product] as Renderers['photo'];
-        return await heartbeating((async () => {
-          await moveJob(jobId, { status: 'running', phase: 'provider_reserved', attempt: true });
-          const started = () => moveJob(jobId, { status: 'running', phase: 'provider_running' });
-          const rendered = await renderer(action.params as never, Context.current().cancellationSignal, started);
-          await moveJob(jobId, { status: 'running', phase: 'finalizing' });
-          return storeResult(actionId, rendered);
-        })());
-      } catch (err) {
-        throw toFailure(err);
-      }
+      if (action.status === 'completed') return { status: 'completed', assetPath: action.assetPath! };
+      if ((await db.transaction((m) => startAction(m, actionId))) === 'cancelled') return { status: 'cancelled' };
+      const assetPath = await renderAndStore(action);
+      Context.current().cancellationSignal.throwIfAborted();
+      const completed = await db.transaction((m) => completeRendered(m, actionId, assetPath));
+      return completed === 'completed' ? { status: 'completed', assetPath } : { status: 'cancelled' };
     },
   };
 }

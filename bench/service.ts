@@ -173,12 +173,15 @@ async function measureWebhooks(ctx: ServiceContext, base: string, account: Accou
 
 /**
  * Worker memory with workflows in flight: a worker serving only the main queue (`WORKER_QUEUES=main`) takes each
- * action to `processing` and its render then waits on the provider's queue, which nobody serves, so the workflows
- * stay open in the worker. RSS is read at each step; per workflow is the growth over the idle worker's RSS.
+ * action's workflow, which hands the render to the provider's queue; nobody serves that queue, so the workflows stay
+ * open in the worker. A workflow is in flight once the server sees it waiting there (`ActionStatus` processing).
+ * RSS is read at each step; per workflow is the growth over the idle worker's RSS.
  */
 async function measureMemory(ctx: ServiceContext, base: string, account: Account, queue: string, figures: Figures): Promise<void> {
   const worker = await startService(ctx, 'worker', 'worker-memory', queue, { WORKER_QUEUES: 'main' });
+  const connection = await Connection.connect({ address: ctx.temporalAddress });
   try {
+    const temporal = new Client({ connection, namespace: 'default' });
     await sleep(2000);
     const idle = rssMiB(worker.pid);
     recordValue(figures, 'mem.idle', idle);
@@ -186,13 +189,15 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
     for (const target of ctx.settings.inFlightSteps) {
       const more = await inBatches(target - ids.length, 10, async () => (await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
       ids.push(...more);
-      await eventually(() => countActions(ctx.db, ids, ['processing']), (n) => n === ids.length, 900_000, 200);
+      const waiting = `TaskQueue = '${queue}' AND ExecutionStatus = 'Running' AND ActionStatus = 'processing' AND ActionId >= ${ids[0]}`;
+      await eventually(async () => (await temporal.workflow.count(waiting)).count, (n) => n === ids.length, 900_000, 200);
       await sleep(1500); // the last workflow tasks settle
       const rss = rssMiB(worker.pid);
       recordValue(figures, `mem.rss.${target}`, rss);
       recordValue(figures, `mem.per_workflow.${target}`, (rss - idle) / target);
     }
   } finally {
+    await connection.close();
     await worker.stop();
   }
 }

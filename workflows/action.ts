@@ -5,14 +5,16 @@
  *
  * Since the `fused-steps` patch the bookkeeping steps (short database transactions) run as local activities: in
  * the worker that runs the workflow, within its workflow task, each recorded as a marker in the history, so that
- * the render is the only activity task that goes through the server. Workflows started before the patch replay
- * with every step an activity, as they were recorded.
+ * the render is the only activity task that goes through the server. Since the `settled-render` patch an image
+ * action's start and completion are made by its render activity itself (`settledRender`). Workflows started before
+ * a patch replay as they were recorded.
  */
 import {
   ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, RetryPolicy,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { ActionEnd } from '../src/domain/action-states';
 import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { announceOutcome } from './announce';
 import { renderAsset, stopProviderTask } from './render';
@@ -38,10 +40,7 @@ export interface ActionWorkflowInput {
   provider?: ProviderRoute;
 }
 
-export type ActionOutcome =
-  | { status: 'completed'; assetPath: string }
-  | { status: 'failed'; error: string }
-  | { status: 'cancelled' };
+export type ActionOutcome = ActionEnd;
 
 function setStatus(status: string): void {
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.actionStatus, value: status }]);
@@ -59,6 +58,7 @@ const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonC
 
 export async function actionWorkflow({ actionId, provider: route }: ActionWorkflowInput): Promise<ActionOutcome> {
   const fused = patched('fused-steps');
+  if (fused && route && route.pollSeconds === undefined && patched('settled-render')) return settledRender(actionId, route);
   const steps = fused ? localBookkeeping : bookkeeping;
   /** Histories recorded before webhooks existed replay without announcing (the `webhook-deliveries` patch). */
   const announce = async (outcome: 'completed' | 'failed'): Promise<void> => {
@@ -96,4 +96,25 @@ export async function actionWorkflow({ actionId, provider: route }: ActionWorkfl
   setStatus('completed');
   await announce('completed');
   return { status: 'completed', assetPath };
+}
+
+/**
+ * An image action since the `settled-render` patch: one activity on the provider's queue starts, renders, charges
+ * and completes it (`renderAction`), so the result is visible as soon as it is stored and no workflow task stands
+ * between the steps. Only a render that failed or was cancelled takes a bookkeeping step, and that step answers how
+ * the action really ended (a cancel may lose the race to the render's last step).
+ */
+async function settledRender(actionId: number, route: ProviderRoute): Promise<ActionOutcome> {
+  const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, ...TIMEOUTS.providerQueue, taskQueue: route.taskQueue, retry: providerRetry });
+  setStatus('processing');
+  let end: ActionOutcome;
+  try {
+    end = await provider.renderAction(actionId);
+  } catch (err) {
+    const ending = isCancellation(err) ? { status: 'cancelled' as const } : { status: 'failed' as const, error: failureMessage(err) };
+    end = await settle(() => localBookkeeping.endAction(actionId, ending));
+  }
+  setStatus(end.status);
+  if (end.status !== 'cancelled') await announceOutcome(actionId, end.status, 'local');
+  return end;
 }

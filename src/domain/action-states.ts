@@ -11,6 +11,9 @@ import { settleHold } from './billing';
 type OpenStatus = 'pending' | 'processing';
 export const OPEN_ACTION_STATUSES: readonly OpenStatus[] = ['pending', 'processing'];
 
+/** How an action ended, as its workflow answers it. */
+export type ActionEnd = { status: 'completed'; assetPath: string } | { status: 'failed'; error: string } | { status: 'cancelled' };
+
 /** The message of an action whose workflow never started (Temporal unreachable, or the API died in between). */
 export const START_FAILED_MESSAGE = 'Generation was unavailable';
 

@@ -129,6 +129,68 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     assert.equal((await readBalance(db, accountId)).balance, 10);
     await assertMoneyConsistent(db, accountId);
   });
+  describe('renderAction and endAction (an image action since the settled-render patch)', () => {
+    const actionRow = async (actionId: number) =>
+      (await db.query('SELECT a.status, a.asset_path, c.status AS card_status FROM actions a JOIN cards c ON c.id = a.card_id WHERE a.id = $1', [actionId]))[0];
+
+    it('renderAction starts, renders, charges and completes in one activity; a retry answers the stored result', async () => {
+      const { accountId } = await newAccount(db, 10);
+      const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+      const end = await run('renderAction', actionId);
+      assert.equal(end.status, 'completed');
+      const { assetPath } = end as { assetPath: string };
+      assert.deepEqual(await actionRow(actionId), { status: 'completed', asset_path: assetPath, card_status: 'completed' });
+      assert.equal((await sharp(await store.read(assetPath)).metadata()).format, 'jpeg');
+      // The answer of the first attempt was lost: the retry neither renders again (a new key) nor charges again.
+      assert.deepEqual(await run('renderAction', actionId), end);
+      assert.deepEqual(await readBalance(db, accountId), { balance: 5, holds: 0, available: 5 });
+      await assertMoneyConsistent(db, accountId);
+    });
+
+    it('renderAction renders nothing for an action cancelled before it started', async () => {
+      const { accountId } = await newAccount(db, 10);
+      const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+      await run('cancelAction', actionId);
+      assert.deepEqual(await run('renderAction', actionId), { status: 'cancelled' });
+      assert.deepEqual(await actionRow(actionId), { status: 'cancelled', asset_path: null, card_status: 'cancelled' });
+      assert.deepEqual(await readBalance(db, accountId), { balance: 10, holds: 0, available: 10 });
+    });
+
+    it('renderAction cancelled during the render stops before its last step: nothing charged or completed', async () => {
+      const { accountId } = await newAccount(db, 10);
+      const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+      const env = new MockActivityEnvironment(undefined, { logger: quietLogger });
+      const running = env.run(activities.renderAction, actionId);
+      env.cancel();
+      await assert.rejects(running);
+      assert.equal((await actionRow(actionId)).status, 'processing', 'the workflow ends it (endAction)');
+      assert.deepEqual(await readBalance(db, accountId), { balance: 10, holds: 5, available: 5 });
+    });
+
+    it('endAction releases and closes as told, once, and answers how the action ended', async () => {
+      const { accountId } = await newAccount(db, 20);
+      const failing = await placeAction(db, accountId, { hold: 5 });
+      await run('startProcessing', failing);
+      for (let i = 0; i < 2; i++) assert.deepEqual(await run('endAction', failing, { status: 'failed', error: 'The provider refused' }), { status: 'failed', error: 'The provider refused' });
+      const cancelled = await placeAction(db, accountId, { hold: 5 });
+      await run('startProcessing', cancelled);
+      assert.deepEqual(await run('endAction', cancelled, { status: 'cancelled' }), { status: 'cancelled' });
+      assert.deepEqual(await run('endAction', cancelled, { status: 'failed', error: 'too late' }), { status: 'cancelled' }, 'the first ending stands');
+      assert.deepEqual(await readBalance(db, accountId), { balance: 20, holds: 0, available: 20 });
+      await assertMoneyConsistent(db, accountId);
+    });
+
+    it('endAction after the render completed (a cancel that lost the race) answers completed and releases nothing', async () => {
+      const { accountId } = await newAccount(db, 10);
+      const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+      const end = await run('renderAction', actionId);
+      assert.deepEqual(await run('endAction', actionId, { status: 'cancelled' }), end);
+      assert.equal((await actionRow(actionId)).status, 'completed');
+      assert.deepEqual(await readBalance(db, accountId), { balance: 5, holds: 0, available: 5 });
+      await assertMoneyConsistent(db, accountId);
+    });
+  });
+
   describe('with a v2 job (the fused-steps moves)', () => {
     async function placeJob(accountId: number, options: Parameters<typeof placeAction>[2] = {}): Promise<{ actionId: number; jobId: string }> {
       const actionId = await placeAction(db, accountId, { hold: 5, ...options });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { actionWorkflowId } from '../../src/temporal/contract';
-import { createWorker } from '../../src/temporal/worker';
+import { createProviderWorkers, createWorker } from '../../src/temporal/worker';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';
@@ -34,15 +34,17 @@ describe('cancel, results and download over HTTP', function () {
       const again = await call('POST', `${V1}/cancel/${created.action_id}`);
       assert.deepEqual([again.body.status, again.body.cancelled], ['cancelled', true], 'cancel is idempotent');
 
-      // A worker arrives later: the workflow sees the cancel and ends without rendering or charging.
+      // Workers arrive later: the render step finds the action cancelled and ends without rendering or charging.
       const env = testEnvironment();
-      const { worker, connection } = await createWorker({
-        address: env.temporalAddress, namespace: 'default', taskQueue: stack.taskQueue,
-        deps: stack.deps, workflowBundle: env.workflowBundle,
-      });
-      const outcome = await worker.runUntil(stack.temporal.workflow.getHandle(actionWorkflowId(created.action_id)).result());
+      const setup = { address: env.temporalAddress, namespace: 'default', taskQueue: stack.taskQueue, deps: stack.deps };
+      const { worker, connection } = await createWorker({ ...setup, workflowBundle: env.workflowBundle });
+      const [provider] = await createProviderWorkers(setup, connection, [stack.deps.providers.image.name], () => ({ maxConcurrent: 1, maxPerSecond: 0 }));
+      const result = stack.temporal.workflow.getHandle(actionWorkflowId(created.action_id)).result();
+      const outcome = await worker.runUntil(provider.runUntil(result));
       await connection.close();
       assert.deepEqual(outcome, { status: 'cancelled' });
+      const [row] = await stack.db.query('SELECT status, asset_path FROM actions WHERE id = $1', [created.action_id]);
+      assert.deepEqual(row, { status: 'cancelled', asset_path: null });
       assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 20, available: 20, holds: 0 });
       await assertMoneyConsistent(stack.db, accountId);
     });

@@ -24,6 +24,7 @@ import { OutboundPolicy } from '../../src/net/outbound';
 import { SecretBox } from '../../src/secrets';
 import type { ActivityDeps } from '../../activities';
 import { connectClient } from '../../src/temporal/client';
+import { ProviderRoute, providerTaskQueue } from '../../src/temporal/contract';
 import { createProviderWorkers, createWorker } from '../../src/temporal/worker';
 import { testEnvironment } from './environment';
 
@@ -65,6 +66,12 @@ export interface StackOptions {
   /** `ASSET_DELIVERY` and `S3_PRESIGN_SECONDS` of the API (as `loadConfig` defaults them when left out). */
   assetDelivery?: 'redirect' | 'stream';
   s3PresignSeconds?: number;
+}
+
+/** The provider route the API gives an action of `product` on this stack (a video advanced on timers). */
+export function providerRoute(stack: Stack, product: 'photo' | 'card' | 'video' | 'edit'): ProviderRoute {
+  if (product === 'video') return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.video.name), pollSeconds: 1 };
+  return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.image.name) };
 }
 
 export const TEST_SECRETS = new SecretBox('test-secrets-key');

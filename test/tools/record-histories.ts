@@ -12,7 +12,7 @@ import { setLogLevel } from '../../src/log';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
 import {
-  actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, ProviderRoute, providerTaskQueue,
+  actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId,
 } from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { setUpEnvironment, tearDownEnvironment } from '../support/environment';
 import { apiClient, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
-import { Stack, startStack } from '../support/stack';
+import { providerRoute, Stack, startStack } from '../support/stack';
 
 const OUT = path.resolve(__dirname, '../../../test/histories');
 const VERSION = process.env.HISTORY_VERSION ?? 'v2';
@@ -33,15 +33,6 @@ async function save(handle: { fetchHistory(): ReturnType<WorkflowHandle['fetchHi
   process.stdout.write(`recorded ${path.relative(process.cwd(), file)}\n`);
 }
 
-/**
- * The provider route the API gives every action since v3 (the provider's own task queue; a video on timers).
- * Recordings before v4 started these scenarios without one (as workflows started before routing).
- */
-function routeFor(stack: Stack, product: Product): ProviderRoute {
-  if (product === 'video') return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.video.name), pollSeconds: 1 };
-  return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.image.name) };
-}
-
 async function record(
   stack: Stack, name: string, product: Product, params: Record<string, unknown>,
   during?: (actionId: number) => Promise<void>, webhookUrl?: string,
@@ -50,7 +41,7 @@ async function record(
   const actionId = await placeAction(stack.db, accountId, { product, params, hold: 5 });
   if (webhookUrl) await stack.db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [actionId, webhookUrl]);
   await startActionWorkflow(stack.temporal, stack.taskQueue, {
-    id: actionId, accountId, type: product === 'photo' || product === 'card' ? 'generate' : product, product, provider: routeFor(stack, product),
+    id: actionId, accountId, type: product === 'photo' || product === 'card' ? 'generate' : product, product, provider: providerRoute(stack, product),
   });
   const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
   if (during) await during(actionId);
@@ -81,7 +72,7 @@ async function recordRouted(stack: Stack, input: string): Promise<void> {
   ] as const) {
     const { accountId } = await newAccount(stack.db, 50);
     const actionId = await placeAction(stack.db, accountId, { product, params, hold: 5 });
-    await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' ? 'generate' : product, product, provider: routeFor(stack, product) });
+    await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: product === 'photo' ? 'generate' : product, product, provider: providerRoute(stack, product) });
     const handle = stack.temporal.workflow.getHandle(actionWorkflowId(actionId));
     await handle.result();
     await save(handle, `action-workflow.${name}`);
@@ -122,7 +113,7 @@ async function recordJob(
   const jobId = randomUUID();
   await stack.db.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase) VALUES ($1, $2, $3, 'generation.execute', 'queued', 'queued')`, [jobId, accountId, actionId]);
   await startJobWorkflow(stack.temporal, { taskQueue: stack.taskQueue, jobMaxAttempts: 3, jobRetryBackoffMs: 200 }, {
-    jobId, type: 'generation.execute', actionId, accountId, provider: routeFor(stack, 'photo'),
+    jobId, type: 'generation.execute', actionId, accountId, provider: providerRoute(stack, 'photo'),
   });
   const handle = stack.temporal.workflow.getHandle(jobWorkflowId(jobId));
   if (options.during) await options.during(jobId);
@@ -223,7 +214,7 @@ async function main(): Promise<void> {
     const slow = await startStack({ provider: new LocalRenderer({ delayMs: 30_000 }) });
     await record(slow, 'photo-cancelled', 'photo', photo, async (actionId) => {
       const handle = slow.temporal.workflow.getHandle(actionWorkflowId(actionId));
-      await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [], (p) => p.some((a) => a.activityType?.name === 'generateAsset'));
+      await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [], (p) => p.some((a) => a.activityType?.name === 'renderAction'));
       await handle.cancel();
     });
     await slow.stop();

@@ -6,10 +6,11 @@ import { startActionWorkflow } from '../../src/temporal/start-action';
 import type { ActionOutcome } from '../../workflows/action';
 import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
-import { Stack, startStack } from '../support/stack';
+import { providerRoute, Stack, startStack } from '../support/stack';
 
+/** Runs a photo action as the API starts one: routed to its provider's task queue. */
 async function runAction(stack: Stack, accountId: number, actionId: number): Promise<ActionOutcome> {
-  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' });
+  await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo', provider: providerRoute(stack, 'photo') });
   return stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
 }
 
@@ -61,7 +62,7 @@ describe('actionWorkflow (dev server)', function () {
       const outcome = await runAction(stack, accountId, actionId);
       assert.equal(outcome.status, 'failed');
       assert.match((outcome as { error: string }).error, /cannot be decoded/);
-      assert.equal(await activityAttempts(stack, actionId, 'generateAsset'), 1);
+      assert.equal(await activityAttempts(stack, actionId, 'renderAction'), 1);
 
       const [row] = await stack.db.query('SELECT status, error_message FROM actions WHERE id = $1', [actionId]);
       assert.equal(row.status, 'failed');
@@ -73,9 +74,10 @@ describe('actionWorkflow (dev server)', function () {
     it('starting the same action twice runs one workflow', async () => {
       const { accountId } = await newAccount(stack.db, 20);
       const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
-      await Promise.all([1, 2, 3].map(() => startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' })));
+      const input = { id: actionId, accountId, type: 'generate', product: 'photo', provider: providerRoute(stack, 'photo') } as const;
+      await Promise.all([1, 2, 3].map(() => startActionWorkflow(stack.temporal, stack.taskQueue, input)));
       await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
-      await startActionWorkflow(stack.temporal, stack.taskQueue, { id: actionId, accountId, type: 'generate', product: 'photo' });
+      await startActionWorkflow(stack.temporal, stack.taskQueue, input);
       const runs = [];
       for await (const run of stack.temporal.workflow.list({ query: `WorkflowId = '${actionWorkflowId(actionId)}'` })) runs.push(run);
       assert.equal(runs.length, 1);
@@ -102,7 +104,7 @@ describe('actionWorkflow (dev server)', function () {
       const outcome = await runAction(stack, accountId, actionId);
       assert.equal(outcome.status, 'completed');
       assert.equal(provider.calls, 3);
-      assert.equal(await activityAttempts(stack, actionId, 'generateAsset'), 3);
+      assert.equal(await activityAttempts(stack, actionId, 'renderAction'), 3);
       assert.deepEqual(await readBalance(stack.db, accountId), { balance: 15, holds: 0, available: 15 });
       await assertMoneyConsistent(stack.db, accountId);
     });
