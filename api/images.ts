@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { sqlRow } from '../src/db/sql';
-import { MAX_HEIC_PIXELS, MAX_IMAGE_PIXELS } from '../src/domain/image-limits';
+import { decodeEveryPixel, MAX_HEIC_PIXELS, sizeRefusal } from '../src/domain/image-limits';
 import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../src/net/outbound';
 import { AppError, badRequest, generationUnavailable, imageTooLarge } from './errors';
 import { HeicConversionTimedOut, HeicConverterBusy, heicToJpeg } from './heic-converter';
@@ -78,7 +78,7 @@ async function convertHeic(heic: Buffer, pixels: number, where: string): Promise
 
 /**
  * Sniffs, checks the pixel count from the header, converts HEIC (on a worker thread), and decodes every pixel once;
- * 413 over MAX_IMAGE_PIXELS (MAX_HEIC_PIXELS for HEIC), 400 for anything that is not a usable JPEG, PNG, WebP or
+ * 413 over MAX_IMAGE_PIXELS (MAX_HEIC_PIXELS for HEIC) or MAX_IMAGE_SIDE, 400 for anything that is not a usable JPEG, PNG, WebP or
  * HEIC, 503 when the HEIC converter's queue is full.
  */
 export async function checkImage(original: Buffer, where: string): Promise<CheckedImage> {
@@ -93,9 +93,8 @@ export async function checkImage(original: Buffer, where: string): Promise<Check
     throw undecodable(err, sniffed);
   });
   const pixels = (header.width ?? 0) * (header.height ?? 0);
-  if (pixels > MAX_IMAGE_PIXELS) {
-    throw imageTooLarge(`${where} is ${header.width}x${header.height} pixels; the limit is ${MAX_IMAGE_PIXELS} pixels`);
-  }
+  const refusal = sizeRefusal(header.width ?? 0, header.height ?? 0);
+  if (refusal) throw imageTooLarge(`${where} is ${refusal}`);
   if (sniffed === 'heic' && pixels > MAX_HEIC_PIXELS) {
     throw imageTooLarge(`${where} is ${header.width}x${header.height} pixels; the limit is ${MAX_HEIC_PIXELS} pixels for HEIC (send larger photos as JPEG)`);
   }
@@ -113,20 +112,6 @@ export async function checkImage(original: Buffer, where: string): Promise<Check
   } catch (err) {
     throw undecodable(err, format);
   }
-}
-
-/**
- * Decodes every pixel once (a header can be intact in front of truncated or corrupt data), in one pass and in
- * bounded memory: a shrink to 1/8 of each side reads every row and column of the full-size decode (no
- * shrink-on-load, which would skip JPEG detail) and keeps only a 1/64 image. About as fast as a plain decode, and
- * 7-8 times cheaper than `stats()`, which runs several passes (statistics, histogram, a sharpness convolution).
- * Colour profiles are not applied: nothing looks at the colours.
- */
-async function decodeEveryPixel(bytes: Buffer, width: number, height: number): Promise<void> {
-  await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS, ignoreIcc: true })
-    .resize({ width: Math.ceil(width / 8), height: Math.ceil(height / 8), fit: 'fill', fastShrinkOnLoad: false })
-    .raw()
-    .toBuffer();
 }
 
 const EXTENSIONS: Record<CheckedImage['format'], string> = { jpeg: 'jpg', png: 'png', webp: 'webp' };

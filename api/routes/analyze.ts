@@ -18,7 +18,7 @@ export function analyzeRoutes(services: ApiServices): Route[] {
       responses: {
         200: { description: 'The analysis', schema: analysisSchema },
         400: { description: '`invalid_request`: the image cannot be read or fetched; `upload_not_found`, `upload_expired`' },
-        413: { description: '`image_too_large`: the image is over 15 MB decoded or over 50 megapixels (25 for HEIC)' },
+        413: { description: '`image_too_large`: the image is over 15 MB decoded or over 50 megapixels (25 for HEIC) or 20,000 pixels a side' },
         500: { description: '`analysis_failed`: the text provider failed or answered outside the contract' },
         503: { description: '`generation_unavailable`: the text provider is not configured' },
       },

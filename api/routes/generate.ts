@@ -28,7 +28,7 @@ export const ERRORS: Record<number, RouteResponse> = {
   403: { description: '`forbidden`: project_id belongs to another account' },
   404: { description: '`not_found`: project_id does not exist' },
   409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },
-  413: { description: '`image_too_large`: an image is over 15 MB decoded or over 50 megapixels (25 for HEIC)' },
+  413: { description: '`image_too_large`: an image is over 15 MB decoded or over 50 megapixels (25 for HEIC) or 20,000 pixels a side' },
   500: { description: '`analysis_failed` (photos and cards): category_id or product_name was left out and the analysis that fills it failed; nothing was held' },
   503: { description: '`generation_unavailable`: the images could not be stored or the workflow could not be started; nothing was held' },
 };

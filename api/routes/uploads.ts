@@ -34,7 +34,7 @@ export function uploadRoutes({ db, store }: ApiServices): Route[] {
           },
         },
         400: { description: '`invalid_request`: not a readable JPEG, PNG, WebP or HEIC image' },
-        413: { description: '`image_too_large`: over 15 MB decoded or over 50 megapixels (25 for HEIC)' },
+        413: { description: '`image_too_large`: over 15 MB decoded or over 50 megapixels (25 for HEIC) or 20,000 pixels a side' },
         429: { description: '`upload_limit_exceeded`: 20 uploads are active; details: limit, reset_at (when the oldest expires)' },
       },
       async handle(ctx, { body }) {

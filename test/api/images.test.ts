@@ -145,6 +145,20 @@ describe('image inputs over HTTP', function () {
     assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
   });
 
+  it('refuses an image over 20,000 pixels a side from its header (413), however few pixels it has in all', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    for (const [width, height] of [[20_001, 1], [1, 20_001]]) {
+      const data = (await sharp({ create: { width, height, channels: 3, background: '#808080' } }).png().toBuffer()).toString('base64');
+      for (const res of [await generate(call, { data }), await call('POST', `${V1}/upload`, { image: { data } })]) {
+        assert.deepEqual([res.status, res.body.detail?.error], [413, 'image_too_large'], JSON.stringify(res.body));
+        assert.match(res.body.detail.message, new RegExp(`is ${width}x${height} pixels; the limit is 20000 pixels a side`));
+      }
+    }
+    const edge = (await sharp({ create: { width: 20_000, height: 8, channels: 3, background: '#808080' } }).png().toBuffer()).toString('base64');
+    assert.equal((await call('POST', `${V1}/upload`, { image: { data: edge } })).status, 201, 'exactly the limit is taken');
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+  });
+
   it('refuses a HEIC over 25 megapixels from its header (413), before converting it: HEIC costs twice as much to decode', async () => {
     const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
     const threads = heicConverter.threadCount;

@@ -200,6 +200,17 @@ describe('Gemini adapter on the wire', function () {
       assert.equal(server.requests.length, 2);
     });
 
+    it('a picture that is truncated or over the size caps is refused as bad_answer before anything is stored', async () => {
+      const truncated = result.subarray(0, Math.floor(result.length * 0.6));
+      const line = await sharp({ create: { width: 20_001, height: 2, channels: 3, background: '#808080' } }).png().toBuffer();
+      for (const [bytes, why] of [[truncated, /^Gemini's image \(image\/jpeg\) cannot be decoded: /], [line, /^Gemini's image is 20001x2 pixels; the limit is 20000 pixels a side$/]] as const) {
+        server.script(...Array.from({ length: 2 }, () => imageAnswer(bytes, 'image/jpeg')));
+        const err = await refusal(gemini.renderPhoto(photo));
+        assert.deepEqual([err.code, err.retryable], ['bad_answer', false]);
+        assert.match(err.message, why);
+      }
+    });
+
     it('a request that gets no answer within the deadline is a passing timeout', async () => {
       const impatient = new GeminiProvider({ apiKey: server.apiKey, baseUrl: server.baseUrl, imageModel: IMAGE_MODEL, textModel: TEXT_MODEL, timeoutMs: 200 });
       server.script('hang');

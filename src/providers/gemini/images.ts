@@ -5,6 +5,7 @@
 import type { GenerateContentResponse, Part } from '@google/genai';
 import sharp from 'sharp';
 import type { RenderedAsset } from '../provider';
+import { decodeEveryPixel, MAX_IMAGE_PIXELS, sizeRefusal } from '../../domain/image-limits';
 import { badAnswer, noImage } from './failures';
 
 /** The stored inputs are JPEG, PNG or WebP (HEIC is converted on arrival); the bytes say which. */
@@ -47,10 +48,25 @@ export async function pictureOf(response: GenerateContentResponse): Promise<Rend
     throw noImage(response, said);
   }
   const bytes = Buffer.from(image.inlineData!.data!, 'base64');
-  const format = await sharp(bytes).metadata().then((m) => m.format, () => undefined);
+  const { format } = await checkedPicture(bytes, image.inlineData!.mimeType!);
   if (format === 'jpeg') return { bytes, extension: 'jpg' };
   if (format === 'png') return { bytes, extension: 'png' };
-  if (!format) throw badAnswer(`Gemini's image (${image.inlineData!.mimeType}) cannot be decoded`);
   // Another format (e.g. WebP): stored as PNG, lossless, so the result is one of the two the service serves.
-  return { bytes: await sharp(bytes).png().toBuffer(), extension: 'png' };
+  return { bytes: await sharp(bytes, { limitInputPixels: MAX_IMAGE_PIXELS }).png().toBuffer(), extension: 'png' };
+}
+
+/**
+ * Gemini's picture checked as the API checks an input before it is stored: its size within the caps from the
+ * header, then every pixel decoded once. A picture that fails is a bad answer (final: the same prompt is not
+ * retried into a broken result).
+ */
+async function checkedPicture(bytes: Buffer, mimeType: string): Promise<sharp.Metadata> {
+  const header = await sharp(bytes, { limitInputPixels: false }).metadata().catch(() => undefined);
+  if (!header?.format || !header.width || !header.height) throw badAnswer(`Gemini's image (${mimeType}) cannot be decoded`);
+  const refusal = sizeRefusal(header.width, header.height);
+  if (refusal) throw badAnswer(`Gemini's image is ${refusal}`);
+  await decodeEveryPixel(bytes, header.width, header.height).catch((err: Error) => {
+    throw badAnswer(`Gemini's image (${mimeType}) cannot be decoded: ${err.message}`);
+  });
+  return header;
 }
