@@ -4,6 +4,7 @@ import { createGenerateAssetActivities } from './generate-asset';
 import { createWebhookDeliveryActivities } from './webhook-delivery';
 import { createJobLifecycleActivities } from './job-lifecycle';
 import { createFunnelActivities } from './funnel';
+import { createHousekeepingActivities } from './housekeeping';
 
 export type { ActivityDeps } from './deps';
 
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWebhookDeliveryActivities(deps),
     ...createJobLifecycleActivities(deps),
     ...createFunnelActivities(deps),
+    ...createHousekeepingActivities(deps),
   };
 }
 

@@ -7,9 +7,9 @@ import { createHash, type Hash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { DataSource, EntityManager } from 'typeorm';
 import { sqlRow } from '../src/db/sql';
+import { IDEMPOTENCY_WINDOW_SECONDS } from '../src/domain/retention';
 import { AppError, ValidationFailed } from './errors';
 
-export const IDEMPOTENCY_WINDOW_SECONDS = 300;
 const KEY_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export const idempotencyHeader = {
@@ -138,9 +138,4 @@ export async function claimKey(m: EntityManager, claim: IdempotencyClaim): Promi
 export async function recordResponse(m: EntityManager, claim: IdempotencyClaim, response: StoredResponse, actionId: number): Promise<void> {
   await m.query('UPDATE idempotency_keys SET response_status = $4, response_body = $5, action_id = $6 WHERE account_id = $1 AND scope = $2 AND key = $3',
     [claim.accountId, claim.scope, claim.key, response.status, JSON.stringify(response.body), actionId]);
-}
-
-/** Deletes claims past the window (called now and then by the worker's housekeeping). */
-export async function purgeExpiredKeys(db: DataSource): Promise<void> {
-  await db.query(`DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)`, [IDEMPOTENCY_WINDOW_SECONDS * 2]);
 }

@@ -9,6 +9,7 @@ import { ProviderRouting1732300000007 } from './1732300000007-ProviderRouting';
 import { HelperUsage1732300000009 } from './1732300000009-HelperUsage';
 import { Funnels1732300000010 } from './1732300000010-Funnels';
 import { HoldsReservedAtCommit1732300000011 } from './1732300000011-HoldsReservedAtCommit';
+import { RetentionIndexes1732300000012 } from './1732300000012-RetentionIndexes';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   HelperUsage1732300000009,
   Funnels1732300000010,
   HoldsReservedAtCommit1732300000011,
+  RetentionIndexes1732300000012,
 ];

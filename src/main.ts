@@ -7,17 +7,16 @@ import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { BodyBytesInFlight } from '../api/middleware/body-bytes-in-flight';
-import { purgeExpiredKeys } from '../api/idempotency';
 import { loadConfig } from './config';
 import { openDatabase } from './db/data-source';
 import { log } from './log';
 import { createProviders } from './providers';
 import { OutboundPolicy } from './net/outbound';
 import { createAssetStore } from './storage/create-asset-store';
-import { purgeUnreferencedInputs } from './storage/purge-inputs';
 import { expireHelperReservations, HELPER_RESERVATION_TTL_SECONDS } from './domain/helper-usage';
 import { UrlSigner } from './storage/signed-urls';
 import { loadSecret, SecretBox } from './secrets';
+import { ensureHousekeepingSchedule } from './temporal/housekeeping';
 import { connectClient } from './temporal/client';
 import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
 import { reconcile } from './temporal/reconcile';
@@ -71,8 +70,8 @@ async function main(mode: Mode): Promise<void> {
       const reconcilePass = () => void reconcile(db, temporal, { taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds });
       reconcilePass();
       setInterval(reconcilePass, 60_000).unref();
-      const purge = () => void purgeUnreferencedInputs(db, store).catch((err) => log.warn('input purge failed', { error: String(err) }));
-      setInterval(purge, 10 * 60_000).unref();
+      // Retention (expired records, unreferenced inputs): a Temporal schedule, one run per interval for the deployment.
+      await ensureHousekeepingSchedule(temporal, config.taskQueue);
     }
     log.info('worker running', { taskQueues: workers.map((w) => w.options.taskQueue), temporal: address });
   }
@@ -84,8 +83,6 @@ async function main(mode: Mode): Promise<void> {
     server = http.createServer(app.callback());
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));
-    const housekeeping = setInterval(() => void purgeExpiredKeys(db).catch(() => undefined), 10 * 60_000);
-    housekeeping.unref();
     // Helper calls left reserved by an API process that died mid-call: cancelled (not counted, a held spark released).
     const expireHelperCalls = () => void expireHelperReservations(db, HELPER_RESERVATION_TTL_SECONDS)
       .catch((err) => log.warn('expiring helper reservations failed', { error: String(err) }));

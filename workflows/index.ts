@@ -4,3 +4,4 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { jobWorkflow } from './job';
 export { announcementWorkflow } from './announcement';
 export { funnelWorkflow } from './funnel';
+export { housekeepingWorkflow } from './housekeeping';

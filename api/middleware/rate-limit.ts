@@ -1,12 +1,11 @@
 import type { Middleware } from 'koa';
+import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/domain/retention';
 import { AppError } from '../errors';
 import type { ApiServices, Caller } from '../services';
 
-const WINDOW_SECONDS = 60;
-
 /** The fixed window a moment (epoch seconds) falls in. */
 export function rateWindowAt(nowSeconds: number): number {
-  return Math.floor(nowSeconds / WINDOW_SECONDS);
+  return Math.floor(nowSeconds / RATE_LIMIT_WINDOW_SECONDS);
 }
 
 /** A request counted in its key's window: `used` is its number there, this request included. */
@@ -28,7 +27,7 @@ export function rateLimit({ db, config }: ApiServices): Middleware {
   return async (ctx, next) => {
     const caller = ctx.state.caller as Caller;
     const { window, used, nowSeconds } = ctx.state.counted as CountedRequest;
-    const resetAt = (window + 1) * WINDOW_SECONDS;
+    const resetAt = (window + 1) * RATE_LIMIT_WINDOW_SECONDS;
     ctx.set('X-RateLimit-Limit', limitHeader);
     ctx.set('X-RateLimit-Remaining', String(Math.max(0, limit - used)));
     ctx.set('X-RateLimit-Reset', String(resetAt));

@@ -80,6 +80,15 @@ async function recordRouted(stack: Stack, input: string): Promise<void> {
   await recordJob(stack, 'succeeded', input);
 }
 
+/** A housekeeping run (v5), as its schedule starts it, on the stack's worker. */
+async function recordHousekeeping(stack: Stack): Promise<void> {
+  const handle = await stack.temporal.workflow.start('housekeepingWorkflow', {
+    taskQueue: stack.taskQueue, workflowId: `housekeeping-record-${Date.now()}`, args: [],
+  });
+  await handle.result();
+  await save(handle, 'housekeeping-workflow.purged');
+}
+
 /**
  * A funnel session (v3) over the API: start, two ideas, a setup, generate (the card's action is a workflow of its
  * own), then the session ends idle (a 2 s idle timeout, its own stack).
@@ -158,9 +167,9 @@ async function main(): Promise<void> {
   try {
     const stack = await startStack();
     // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues),
-    // `funnel` (v3: funnel sessions), `fused` (v4: the action and job workflows after the `fused-steps` patch,
-    // i.e. every scenario except the announcement and funnel ones, whose workflows did not change, plus the
-    // job endings).
+    // `funnel` (v3: funnel sessions), `housekeeping` (v5: the retention workflow), `fused` (v4: the action and job
+    // workflows after the `fused-steps` patch, i.e. every scenario except the announcement and funnel ones, whose
+    // workflows did not change, plus the job endings; v5 again after `settled-render`).
     const only = process.env.HISTORY_ONLY;
     if (only && only !== 'fused') {
       const input = `inputs/record-${Date.now()}.jpg`;
@@ -168,6 +177,7 @@ async function main(): Promise<void> {
       if (only === 'announcement') await recordAnnouncement(stack);
       if (only === 'routing') await recordRouted(stack, input);
       if (only === 'funnel') await recordFunnel();
+      if (only === 'housekeeping') await recordHousekeeping(stack);
       await stack.stop();
       return;
     }
@@ -178,6 +188,7 @@ async function main(): Promise<void> {
     const photo = { inputs: [input], resolution: '1K' };
     if (!only) await recordAnnouncement(stack);
     if (!only) await recordFunnel();
+    if (!only) await recordHousekeeping(stack);
     await recordJobEndings(input);
 
     const photoId = await record(stack, 'photo-completed', 'photo', photo);

@@ -1,0 +1,21 @@
+/**
+ * Housekeeping steps, run by the housekeeping workflow on its schedule: records past their retention, then stored
+ * inputs nothing names any more. Each is safe to run anywhere, any number of times.
+ */
+import { purgeExpiredRecords, type PurgedRecords } from '../src/domain/retention';
+import { purgeUnreferencedInputs } from '../src/storage/purge-inputs';
+import type { ActivityDeps } from './deps';
+
+export function createHousekeepingActivities({ db, store }: ActivityDeps) {
+  return {
+    /** Idempotency-Key answers, rate-limit windows and finished webhook deliveries past their retention. */
+    async purgeExpiredRecords(): Promise<PurgedRecords> {
+      return purgeExpiredRecords(db);
+    },
+
+    /** Expired upload rows, and input files that no action, live upload or open funnel names. */
+    async purgeStoredInputs(): Promise<{ uploads: number; inputs: number }> {
+      return purgeUnreferencedInputs(db, store);
+    },
+  };
+}

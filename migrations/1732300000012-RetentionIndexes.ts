@@ -1,0 +1,17 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * Why: the housekeeping workflow drops finished webhook deliveries after their retention period (see
+ * src/domain/retention.ts); this partial index finds them without reading the pending ones or the whole table.
+ */
+export class RetentionIndexes1732300000012 implements MigrationInterface {
+  name = 'RetentionIndexes1732300000012';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (created_at) WHERE status <> 'pending'`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query('DROP INDEX webhook_deliveries_finished');
+  }
+}

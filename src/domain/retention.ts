@@ -1,0 +1,43 @@
+/**
+ * How long the records nobody needs any more are kept, and the statements that drop them. The housekeeping
+ * workflow (workflows/housekeeping.ts) runs them on a Temporal schedule; each is safe to run anywhere, any number
+ * of times, and deletes in batches so that no statement holds many rows' locks for long.
+ */
+import type { DataSource } from 'typeorm';
+
+/** A repeat of an `Idempotency-Key` within this window gets the first answer. */
+export const IDEMPOTENCY_WINDOW_SECONDS = 300;
+/** Requests are counted against the rate limit per key in windows of this length. */
+export const RATE_LIMIT_WINDOW_SECONDS = 60;
+
+export const RETENTION = {
+  /** An `Idempotency-Key` answer, past its window: twice the window, so a repeat at its very end still finds it. */
+  idempotencyKeySeconds: IDEMPOTENCY_WINDOW_SECONDS * 2,
+  /** A finished (succeeded, failed or skipped) webhook delivery, shown by the deliveries list until then. */
+  finishedDeliveryDays: 30,
+} as const;
+
+const BATCH = 5000;
+
+/** Deletes in batches of BATCH until fewer are left; `select` names the rows' ids (`id`) to delete, oldest first. */
+async function deleteInBatches(db: DataSource, table: string, select: string, params: unknown[]): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const [, deleted] = await db.query(`DELETE FROM ${table} WHERE ctid IN (${select} LIMIT ${BATCH})`, params);
+    total += deleted;
+    if (deleted < BATCH) return total;
+  }
+}
+
+export interface PurgedRecords { idempotencyKeys: number; rateLimitWindows: number; deliveries: number }
+
+export async function purgeExpiredRecords(db: DataSource): Promise<PurgedRecords> {
+  const idempotencyKeys = await deleteInBatches(db, 'idempotency_keys',
+    'SELECT ctid FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)', [RETENTION.idempotencyKeySeconds]);
+  const rateLimitWindows = await deleteInBatches(db, 'rate_limit_windows',
+    // A window is worth nothing once the next one has begun (a key's next request drops its own old ones too).
+    'SELECT ctid FROM rate_limit_windows WHERE window_start < floor(extract(epoch FROM now()) / $1) - 1', [RATE_LIMIT_WINDOW_SECONDS]);
+  const deliveries = await deleteInBatches(db, 'webhook_deliveries',
+    `SELECT ctid FROM webhook_deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => $1)`, [RETENTION.finishedDeliveryDays]);
+  return { idempotencyKeys, rateLimitWindows, deliveries };
+}
