@@ -71,10 +71,7 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
         if ((await settleHold(m, actionId, 'released')) === 'released') {
           await closeAction(m, actionId, ending.status, ending.status === 'failed' ? ending.error : null);
         }
-        const action = await sqlRow(m, 'SELECT status, asset_path, error_message FROM actions WHERE id = $1', [actionId]);
-        if (action!.status === 'completed') return { status: 'completed', assetPath: action!.asset_path };
-        if (action!.status === 'failed') return { status: 'failed', error: action!.error_message ?? 'Generation failed' };
-        return { status: 'cancelled' };
+        return recordedEnd(m, actionId);
       });
     },
   };
@@ -115,4 +112,13 @@ export async function completeRendered(m: EntityManager, actionId: number, asset
   }
   if (jobId) await moveJobRecord(m, jobId, { status: 'succeeded', phase: 'postprocessing', retryable: false });
   return 'completed';
+}
+
+/** How a closed action ended, as its row records it (in the caller's transaction). */
+export async function recordedEnd(m: EntityManager, actionId: number): Promise<ActionEnd> {
+  const action = await sqlRow(m, 'SELECT status, asset_path, error_message FROM actions WHERE id = $1', [actionId]);
+  if (action?.status === 'completed') return { status: 'completed', assetPath: action.asset_path };
+  if (action?.status === 'failed') return { status: 'failed', error: action.error_message ?? 'Generation failed' };
+  if (action?.status === 'cancelled') return { status: 'cancelled' };
+  throw new Error(`action ${actionId} is not closed (${action?.status ?? 'missing'})`);
 }

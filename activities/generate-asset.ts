@@ -11,7 +11,7 @@ import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/pr
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import { JobMove, moveJobRecord } from '../src/domain/jobs';
 import type { ActionEnd } from '../src/domain/action-states';
-import { completeRendered, startAction } from './action-lifecycle';
+import { completeRendered, recordedEnd, startAction } from './action-lifecycle';
 import type { ActivityDeps } from './deps';
 
 /** Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout. */
@@ -23,6 +23,23 @@ async function heartbeating<T>(work: Promise<T>): Promise<T> {
     return await work;
   } finally {
     clearInterval(timer);
+  }
+}
+
+/**
+ * Runs a short database step inside a provider activity until the database answers, heartbeating, waiting 1 s, then
+ * twice as long each time up to 30 s (as the bookkeeping steps' retry policy does); a cancel request stops it.
+ */
+async function untilDatabaseAnswers<T>(step: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  for (let waitMs = 1000; ; waitMs = Math.min(waitMs * 2, 30_000)) {
+    try {
+      return await step();
+    } catch (err) {
+      ctx.log.warn('a database step failed; trying again', { error: String(err), inMs: waitMs });
+      ctx.heartbeat();
+      await ctx.sleep(waitMs);
+    }
   }
 }
 
@@ -160,18 +177,24 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
     /**
      * A whole image action in one activity on its provider's queue (workflows since `settled-render`): starts it
      * (pending -> processing), renders and stores, then charges and completes it in one transaction, so that the
-     * result is visible the moment it is stored, without waiting for a workflow task. An action found cancelled
-     * or closed is not rendered. A retry whose earlier attempt completed the action (its answer lost) answers the
-     * stored result. A cancel that reaches the render before its last step stops it there, nothing charged.
+     * result is visible the moment it is stored, without waiting for a workflow task. An action found closed
+     * (cancelled, failed, or completed by an earlier attempt whose answer was lost) is not rendered: the answer is
+     * how it ended, as recorded. The answer after a render is also the recorded ending: a cancel or another attempt
+     * may have closed the action first. A cancel request that reaches the render before its last step stops it
+     * there. The two transactions are retried, heartbeating, until the database answers: an outage after a render
+     * does not throw the render away.
      */
     async renderAction(actionId: number): Promise<ActionEnd> {
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
-      if (action.status === 'completed') return { status: 'completed', assetPath: action.assetPath! };
-      if ((await db.transaction((m) => startAction(m, actionId))) === 'cancelled') return { status: 'cancelled' };
+      const closed = await untilDatabaseAnswers(() => db.transaction(async (m) => ((await startAction(m, actionId)) === 'started' ? undefined : recordedEnd(m, actionId))));
+      if (closed) return closed;
       const assetPath = await renderAndStore(action);
-      Context.current().cancellationSignal.throwIfAborted();
-      const completed = await db.transaction((m) => completeRendered(m, actionId, assetPath));
-      return completed === 'completed' ? { status: 'completed', assetPath } : { status: 'cancelled' };
+      const ctx = Context.current();
+      if (ctx.cancellationDetails?.cancelRequested) throw ctx.cancellationSignal.reason;
+      return untilDatabaseAnswers(() => db.transaction(async (m) => {
+        await completeRendered(m, actionId, assetPath);
+        return recordedEnd(m, actionId);
+      }));
     },
   };
 }

@@ -79,14 +79,18 @@ export async function cancelAction(
 
   let status = action.status;
   if (status === 'pending') {
-    // Not started: cancel and release here and now; the workflow sees it and ends without work.
+    // Not started: cancel and release here and now; the workflow sees it and ends without rendering.
     const cancelled = await db.transaction(async (m) => {
       await lockForSettlement(m, action.id);
       if (!(await closeAction(m, action.id, 'cancelled', null, ['pending']))) return false;
       await settleHold(m, action.id, 'released');
       return true;
     });
-    if (cancelled) return { status: 'cancelled', cancelled: true, message: `Cancelled before processing started; ${action.price} sparks released` };
+    if (cancelled) {
+      // Its workflow may be waiting for its provider's queue: told now, it ends without taking a provider slot.
+      await requestWorkflowCancel(services, actionWorkflowId(action.id));
+      return { status: 'cancelled', cancelled: true, message: `Cancelled before processing started; ${action.price} sparks released` };
+    }
     status = await statusNow(); // it just started
   }
   if (status === 'processing') {

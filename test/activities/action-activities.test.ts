@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/activity';
+import { ActivityCancellationDetails } from '@temporalio/common';
 import sharp from 'sharp';
 import type { DataSource } from 'typeorm';
 import { Activities, createActivities } from '../../activities';
@@ -156,12 +157,21 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
       assert.deepEqual(await readBalance(db, accountId), { balance: 10, holds: 0, available: 10 });
     });
 
+    it('renderAction answers how an action closed elsewhere ended, rendering nothing: failed with its message', async () => {
+      const { accountId } = await newAccount(db, 10);
+      const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+      await run('failAction', actionId, 'Generation was unavailable');
+      assert.deepEqual(await run('renderAction', actionId), { status: 'failed', error: 'Generation was unavailable' });
+      assert.deepEqual(await actionRow(actionId), { status: 'failed', asset_path: null, card_status: 'failed' });
+      assert.deepEqual(await readBalance(db, accountId), { balance: 10, holds: 0, available: 10 });
+    });
+
     it('renderAction cancelled during the render stops before its last step: nothing charged or completed', async () => {
       const { accountId } = await newAccount(db, 10);
       const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
       const env = new MockActivityEnvironment(undefined, { logger: quietLogger });
       const running = env.run(activities.renderAction, actionId);
-      env.cancel();
+      env.cancel('CANCELLED', new ActivityCancellationDetails({ cancelRequested: true }));
       await assert.rejects(running);
       assert.equal((await actionRow(actionId)).status, 'processing', 'the workflow ends it (endAction)');
       assert.deepEqual(await readBalance(db, accountId), { balance: 10, holds: 5, available: 5 });

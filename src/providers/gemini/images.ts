@@ -55,6 +55,9 @@ export async function pictureOf(response: GenerateContentResponse): Promise<Rend
   return { bytes: await sharp(bytes, { limitInputPixels: MAX_IMAGE_PIXELS }).png().toBuffer(), extension: 'png' };
 }
 
+/** What a picture may be: what the service accepts as input too (an SVG, TIFF or GIF answer is refused). */
+const PICTURE_FORMATS: readonly string[] = ['jpeg', 'png', 'webp'];
+
 /**
  * Gemini's picture checked as the API checks an input before it is stored: its size within the caps from the
  * header, then every pixel decoded once. A picture that fails is a bad answer (final: the same prompt is not
@@ -63,6 +66,7 @@ export async function pictureOf(response: GenerateContentResponse): Promise<Rend
 async function checkedPicture(bytes: Buffer, mimeType: string): Promise<sharp.Metadata> {
   const header = await sharp(bytes, { limitInputPixels: false }).metadata().catch(() => undefined);
   if (!header?.format || !header.width || !header.height) throw badAnswer(`Gemini's image (${mimeType}) cannot be decoded`);
+  if (!PICTURE_FORMATS.includes(header.format)) throw badAnswer(`Gemini's image is ${header.format}, not JPEG, PNG or WebP`);
   const refusal = sizeRefusal(header.width, header.height);
   if (refusal) throw badAnswer(`Gemini's image is ${refusal}`);
   await decodeEveryPixel(bytes, header.width, header.height).catch((err: Error) => {
