@@ -1,0 +1,162 @@
+/**
+ * `npm run test:faults`: faults on purpose, on both Temporal backends (the dev server on SQLite, the Temporal server
+ * on Postgres), against real processes: a worker killed mid-render, the Temporal backend stopped and started again
+ * mid-job, a webhook receiver down and then up, 200 generates at once on an account that can afford 10, cancels
+ * racing completions. After each, one checker proves the invariants (test/faults/invariants.ts). The table at the
+ * end says per backend and scenario how many jobs ran, how many were lost or charged twice, and how long the
+ * service took to recover.
+ */
+import assert from 'node:assert/strict';
+import { checkInvariants } from './invariants';
+import { BackendKind, FaultStack, startFaultStack } from './harness';
+import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { startHttpsServer } from '../support/https-server';
+import { actionWorkflowId } from '../../src/temporal/contract';
+
+interface Row { backend: BackendKind; scenario: string; jobs: number; lost: number; doubleCharged: number; recoverSeconds: number | null }
+const ROWS: Row[] = [];
+
+after(() => {
+  if (ROWS.length === 0) return;
+  const lines = [
+    '| backend | scenario | jobs | lost | double-charged | time to recover |',
+    '| --- | --- | --- | --- | --- | --- |',
+    ...ROWS.map((r) => `| ${r.backend === 'dev' ? 'dev server' : 'Temporal server'} | ${r.scenario} | ${r.jobs} | ${r.lost} | ${r.doubleCharged} | ${r.recoverSeconds === null ? '-' : `${r.recoverSeconds.toFixed(1)} s`} |`),
+  ];
+  process.stdout.write(`\n${lines.join('\n')}\n`);
+});
+
+const PRICE = 5;
+
+for (const kind of ['dev', 'server'] as const) {
+  describe(`faults on ${kind === 'dev' ? 'the dev server' : 'the Temporal server on Postgres'}`, function () {
+    this.timeout(300_000);
+    let stack: FaultStack;
+    let image: string;
+    const accounts: number[] = [];
+
+    before(async function () {
+      this.timeout(900_000); // a cold machine builds the Temporal server first
+      stack = await startFaultStack(kind, `faults-${kind}`);
+      image = await jpegBase64(400, 500);
+    });
+    after(() => stack?.stop());
+
+    async function account(sparks: number) {
+      const created = await newAccount(stack.db, sparks);
+      accounts.push(created.accountId);
+      return { ...created, call: apiClient(stack.apiUrl, created.apiKey) };
+    }
+
+    async function generate(call: ReturnType<typeof apiClient>, count: number): Promise<number[]> {
+      const answers = await Promise.all(Array.from({ length: count }, () => call('POST', `${V1}/generate/photo`, { images: [{ data: image }] })));
+      return answers.map((res) => {
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        return res.body.action_id as number;
+      });
+    }
+
+    /** Waits for every action's workflow to end; answers how many actions did not end as `expected`. */
+    async function settle(actionIds: number[], expected: string[] = ['completed']): Promise<number> {
+      await Promise.all(actionIds.map((id) => stack.temporal.workflow.getHandle(actionWorkflowId(id)).result().catch(() => undefined)));
+      const rows = await stack.db.query('SELECT status FROM actions WHERE id = ANY($1)', [actionIds]);
+      return rows.filter((r: { status: string }) => !expected.includes(r.status)).length;
+    }
+
+    const processing = async (ids: number[]) =>
+      (await stack.db.query(`SELECT count(*)::int AS n FROM actions WHERE id = ANY($1) AND status = 'processing'`, [ids]))[0].n as number;
+
+    /** The row of the table, after the checker: no violation, nothing lost, nothing charged twice. */
+    async function record(scenario: string, jobs: number, lost: number, recoveringSince: number | null): Promise<void> {
+      const recoverSeconds = recoveringSince === null ? null : (Date.now() - recoveringSince) / 1000;
+      const checked = await checkInvariants(stack.db, stack.temporal, stack.assetsDir, accounts);
+      ROWS.push({ backend: kind, scenario, jobs, lost, doubleCharged: checked.doubleCharged, recoverSeconds });
+      assert.deepEqual(checked.violations, []);
+      assert.equal(lost, 0, 'lost jobs');
+      assert.equal(checked.doubleCharged, 0, 'double charges');
+    }
+
+    it('a worker killed (SIGKILL) during provider calls: a new worker finishes every job, each charged once', async () => {
+      const { call } = await account(100);
+      const ids = await generate(call, 6);
+      await eventually(() => processing(ids), (n) => n > 0, 60_000);
+      const t0 = Date.now();
+      await stack.workers[0].kill('SIGKILL');
+      stack.workers.shift();
+      await stack.startWorker();
+      await record('worker SIGKILL mid-render', ids.length, await settle(ids), t0);
+    });
+
+    it('the Temporal backend stopped mid-job: 503 generation_unavailable with nothing held while down; jobs resume and complete after', async () => {
+      const { call } = await account(100);
+      const ids = await generate(call, 4);
+      await eventually(() => processing(ids), (n) => n > 0, 60_000);
+      await stack.backend.stop();
+      let refused;
+      try {
+        refused = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }] });
+      } finally {
+        await stack.backend.start();
+      }
+      const t0 = Date.now();
+      assert.deepEqual([refused.status, refused.body.detail?.error], [503, 'generation_unavailable'], JSON.stringify(refused.body));
+      // The renders in flight go on meanwhile (and may charge); the refused request's own action holds nothing.
+      const [attempt] = await stack.db.query(
+        `SELECT a.status, h.status AS hold FROM actions a LEFT JOIN spark_holds h ON h.action_id = a.id WHERE a.account_id = $1 AND a.id <> ALL($2)`,
+        [accounts.at(-1), ids]);
+      assert.ok(!attempt || (attempt.status === 'failed' && attempt.hold === 'released'), JSON.stringify(attempt));
+      const lost = await settle(ids);
+      const again = await eventually(() => call('POST', `${V1}/generate/photo`, { images: [{ data: image }] }), (res) => res.status === 200, 60_000, 500);
+      const all = [...ids, again.body.action_id as number];
+      await record('Temporal backend stopped and started mid-job', all.length, lost + await settle([again.body.action_id]), t0);
+    });
+
+    it('a webhook receiver down for a while, then up: every delivery arrives once it is up, none beyond the attempt limit', async () => {
+      let up = false;
+      const received = new Set<string>();
+      const receiver = await startHttpsServer((req, res) => {
+        if (!up) return void res.writeHead(503).end();
+        received.add(String(req.headers['x-service-job-id']));
+        res.writeHead(204).end();
+      });
+      try {
+        const { call } = await account(100);
+        const hook = await call('POST', `${V1}/webhooks`, { url: `${receiver.url}/hook`, events: ['generation.completed'] });
+        assert.equal(hook.status, 201, JSON.stringify(hook.body));
+        const ids = await generate(call, 3);
+        const lost = await settle(ids);
+        const deliveries = () => stack.db.query('SELECT status, attempts, max_attempts FROM webhook_deliveries WHERE action_id = ANY($1)', [ids]);
+        await eventually(deliveries, (rows) => rows.length === ids.length && rows.every((d: { attempts: number }) => d.attempts >= 2), 60_000, 100);
+        const t0 = Date.now();
+        up = true;
+        const done = await eventually(deliveries, (rows) => rows.every((d: { status: string }) => d.status === 'succeeded'), 60_000, 100);
+        assert.equal(received.size, ids.length, 'one delivery per job');
+        assert.ok(done.every((d: { attempts: number; max_attempts: number }) => d.attempts <= d.max_attempts));
+        await record('webhook receiver down, then up', ids.length, lost, t0);
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('200 generates at once on an account that can afford 10: exactly 10 accepted, the rest 402, nothing else held', async () => {
+      const { call } = await account(10 * PRICE);
+      const answers = await Promise.all(Array.from({ length: 200 }, () => call('POST', `${V1}/generate/photo`, { images: [{ data: image }] })));
+      const statuses = answers.map((res) => res.status);
+      assert.deepEqual([statuses.filter((s) => s === 200).length, statuses.filter((s) => s === 402).length], [10, 190], JSON.stringify([...new Set(statuses)]));
+      const ids = answers.filter((res) => res.status === 200).map((res) => res.body.action_id as number);
+      await record('200 concurrent generates, 10 affordable', 200, await settle(ids), null);
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 0, available: 0, holds: 0 });
+    });
+
+    it('cancels racing completions: each action ends charged or released, never both', async () => {
+      const { call } = await account(100);
+      const ids = await generate(call, 8);
+      await Promise.all(ids.map(async (id, i) => {
+        await new Promise((resolve) => setTimeout(resolve, i * 300)); // from before the render to after it
+        const res = await call('POST', `${V1}/cancel/${id}`);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+      }));
+      await record('cancel racing completion', ids.length, await settle(ids, ['completed', 'cancelled']), null);
+    });
+  });
+}

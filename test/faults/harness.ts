@@ -1,0 +1,142 @@
+/**
+ * The fault suite's topology, on either Temporal backend: the backend (the dev server on its SQLite file, or the
+ * Temporal server on Postgres), one API process and worker processes, each its own OS process started from the
+ * build, sharing Postgres and one asset folder. The backend can be stopped and started again on the same state.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
+import type { DataSource } from 'typeorm';
+import { portsAreFree, temporalServerPorts } from '../../src/cluster/cluster';
+import { ServiceProcess, startServiceProcess } from '../../src/cluster/service-process';
+import { loadConfig } from '../../src/config';
+import { openDatabase } from '../../src/db/data-source';
+import { freePort, startDevServer } from '../../src/temporal/dev-server';
+import { startTemporalServer } from '../../src/temporal/server';
+import { resetDatabase } from '../support/environment';
+
+export type BackendKind = 'dev' | 'server';
+
+export interface Backend {
+  kind: BackendKind;
+  address: string;
+  /** Stops it; `start` brings it back on the same state and address. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+const APP_DATABASE_URL = process.env.TEST_FAULTS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/imagery_faults_test';
+const TEMPORAL_DATABASE_URL = process.env.TEST_FAULTS_TEMPORAL_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/temporal_faults_test';
+
+async function dropDatabases(url: string, names: string[]): Promise<void> {
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new PgClient({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    for (const name of names) await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+async function startBackend(kind: BackendKind, dir: string): Promise<Backend> {
+  const { toolsDir, temporalCliPath } = loadConfig();
+  let stopCurrent: (() => Promise<void>) | undefined;
+  let start: () => Promise<string>;
+  if (kind === 'dev') {
+    const port = await freePort();
+    start = async () => {
+      const dev = await startDevServer({
+        cliPath: temporalCliPath, toolsDir, port, dbFile: path.join(dir, 'temporal-dev.sqlite'), logFile: path.join(dir, 'logs', 'temporal-dev-server.log'),
+      });
+      stopCurrent = () => dev.stop();
+      return dev.address;
+    };
+  } else {
+    const name = decodeURIComponent(new URL(TEMPORAL_DATABASE_URL).pathname.slice(1));
+    await dropDatabases(TEMPORAL_DATABASE_URL, [name, `${name}_visibility`]);
+    let portBase = 0;
+    do portBase = 10_000 + Math.floor(Math.random() * 20_000); while (!(await portsAreFree(temporalServerPorts(portBase))));
+    start = async () => {
+      const server = await startTemporalServer({
+        toolsDir, db: { url: TEMPORAL_DATABASE_URL }, portBase, logFile: path.join(dir, 'logs', 'temporal-server.log'), namespace: 'default',
+      });
+      stopCurrent = () => server.stop();
+      return server.address;
+    };
+  }
+  const address = await start();
+  return {
+    kind,
+    address,
+    async stop() {
+      await stopCurrent?.();
+      stopCurrent = undefined;
+    },
+    async start() {
+      await start();
+    },
+  };
+}
+
+export interface FaultStack {
+  backend: Backend;
+  apiUrl: string;
+  db: DataSource;
+  temporal: Client;
+  assetsDir: string;
+  workers: ServiceProcess[];
+  /** Starts one more worker process. */
+  startWorker(): Promise<ServiceProcess>;
+  stop(): Promise<void>;
+}
+
+/** The renderer takes this long per image, so that a fault can land in the middle of a render. */
+export const RENDER_DELAY_MS = 1500;
+
+export async function startFaultStack(kind: BackendKind, taskQueue: string): Promise<FaultStack> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `imagery-faults-${kind}-`));
+  await resetDatabase(APP_DATABASE_URL);
+  const backend = await startBackend(kind, dir);
+  const stops: (() => Promise<void>)[] = [() => backend.stop()];
+  try {
+    const assetsDir = path.join(dir, 'assets');
+    const port = await freePort();
+    const env: Record<string, string> = {
+      DATABASE_URL: APP_DATABASE_URL, TEMPORAL_ADDRESS: backend.address, TEMPORAL_TASK_QUEUE: taskQueue,
+      ASSET_STORE: 'file', ASSETS_DIR: assetsDir, ASSET_SIGNING_SECRET: randomBytes(32).toString('hex'), SECRETS_KEY: randomBytes(32).toString('hex'),
+      LOCAL_RENDERER_DELAY_MS: String(RENDER_DELAY_MS), RATE_LIMIT_PER_MINUTE: '100000', RECONCILE_GRACE_SECONDS: '86400',
+      WEBHOOK_RETRY_INITIAL_MS: '500',
+    };
+    const logs = path.join(dir, 'logs');
+    const api = await startServiceProcess('api', { ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, DATA_DIR: path.join(dir, 'api') },
+      { logFile: path.join(logs, 'api.log') });
+    stops.push(() => api.stop());
+    const workers: ServiceProcess[] = [];
+    const startWorker = async () => {
+      const n = workers.length + 1;
+      const worker = await startServiceProcess('worker', { ...env, DATA_DIR: path.join(dir, `worker-${n}`) }, { logFile: path.join(logs, `worker-${n}.log`) });
+      workers.push(worker);
+      stops.push(() => worker.stop(5_000));
+      return worker;
+    };
+    await startWorker();
+    const db = await openDatabase(APP_DATABASE_URL, { migrate: false, poolSize: 4 });
+    stops.push(() => db.destroy());
+    const connection = await Connection.connect({ address: backend.address });
+    stops.push(() => connection.close());
+    return {
+      backend, apiUrl: `http://127.0.0.1:${port}`, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, workers, startWorker,
+      async stop() {
+        for (const stop of stops.reverse()) await stop().catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw err;
+  }
+}

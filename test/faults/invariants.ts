@@ -1,0 +1,47 @@
+/**
+ * The checker every fault scenario ends with: the money and the read models against the ledger and the workflows.
+ * Answers the violations it found (empty when every invariant holds) and the counts the suite's table shows.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import type { DataSource } from 'typeorm';
+import { actionWorkflowId } from '../../src/temporal/contract';
+import { workflowState } from '../../src/temporal/workflow-state';
+
+export interface Checked {
+  violations: string[];
+  /** Completed actions charged more than once, or charged and released. */
+  doubleCharged: number;
+}
+
+export async function checkInvariants(db: DataSource, temporal: Client, assetsDir: string, accountIds: number[]): Promise<Checked> {
+  const violations: string[] = [];
+  const accounts = await db.query(
+    `SELECT a.id, a.balance, a.held,
+            (SELECT COALESCE(SUM(amount), 0)::int FROM spark_ledger WHERE account_id = a.id) AS ledger,
+            (SELECT COALESCE(SUM(amount), 0)::int FROM spark_holds WHERE account_id = a.id AND status = 'held') AS open_holds
+       FROM accounts a WHERE a.id = ANY($1)`, [accountIds]);
+  for (const a of accounts) {
+    if (a.balance !== a.ledger) violations.push(`account ${a.id}: balance ${a.balance} is not grants - charges ${a.ledger}`);
+    if (a.held !== a.open_holds) violations.push(`account ${a.id}: held ${a.held} is not the sum of open holds ${a.open_holds}`);
+  }
+  const actions: { id: number; status: string; asset_path: string | null; hold: string | null; charges: number }[] = await db.query(
+    `SELECT x.id, x.status, x.asset_path, h.status AS hold,
+            (SELECT count(*)::int FROM spark_ledger l WHERE l.action_id = x.id AND l.kind = 'charge') AS charges
+       FROM actions x LEFT JOIN spark_holds h ON h.action_id = x.id
+      WHERE x.account_id = ANY($1) ORDER BY x.id`, [accountIds]);
+  let doubleCharged = 0;
+  for (const x of actions) {
+    const open = x.status === 'pending' || x.status === 'processing';
+    if (x.charges > 1 || (x.charges > 0 && x.hold === 'released')) doubleCharged++;
+    if (x.status === 'completed' && (x.charges !== 1 || x.hold !== 'charged')) violations.push(`action ${x.id}: completed with ${x.charges} charges, hold ${x.hold}`);
+    if (['failed', 'cancelled'].includes(x.status) && (x.charges !== 0 || x.hold === 'held')) violations.push(`action ${x.id}: ${x.status} with ${x.charges} charges, hold ${x.hold}`);
+    if (open && x.hold !== 'held') violations.push(`action ${x.id}: open with hold ${x.hold}`);
+    if (x.status === 'completed' && (!x.asset_path || !existsSync(path.join(assetsDir, x.asset_path)))) violations.push(`action ${x.id}: its result ${x.asset_path} is not stored`);
+    const state = await workflowState(temporal, actionWorkflowId(x.id));
+    if (open && state.kind !== 'running') violations.push(`action ${x.id}: open, its workflow is ${state.kind}`);
+    if (!open && state.kind === 'running') violations.push(`action ${x.id}: ${x.status}, its workflow still runs`);
+  }
+  return { violations, doubleCharged };
+}
