@@ -18,7 +18,8 @@ FROM node:20-bookworm-slim
 # otherwise leave freed memory in per-thread arenas, and the resident size creeps up.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg fonts-dejavu-core ca-certificates libjemalloc2 \
- && ln -s "/usr/lib/$(uname -m)-linux-gnu/libjemalloc.so.2" /usr/local/lib/libjemalloc.so.2 \
+ && ln -s "$(dpkg -L libjemalloc2 | grep '/libjemalloc.so.2$')" /usr/local/lib/libjemalloc.so.2 \
+ && test -e /usr/local/lib/libjemalloc.so.2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production DATA_DIR=/data FFMPEG_PATH=/usr/bin/ffmpeg LD_PRELOAD=/usr/local/lib/libjemalloc.so.2

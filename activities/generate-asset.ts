@@ -26,18 +26,25 @@ async function heartbeating<T>(work: Promise<T>): Promise<T> {
   }
 }
 
+/** Errors of a database that is away for a while (connection lost or refused, shutting down, starting). */
+function databaseAway(err: unknown): boolean {
+  const code = String((err as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code ?? '');
+  return /^(08|57P0[123]|ECONN|ETIMEDOUT|EPIPE)/.test(code) || /Connection terminated|connection timeout|Connection ended/i.test(String((err as Error).message));
+}
+
 /**
- * Runs a short database step inside a provider activity until the database answers, heartbeating, waiting 1 s, then
- * twice as long each time up to 30 s (as the bookkeeping steps' retry policy does); a cancel request stops it.
+ * Runs a short database step inside a provider activity until the database answers, heartbeating meanwhile (a
+ * step waiting on a lock must not look like a dead worker), waiting 1 s, then twice as long each time up to 30 s,
+ * as the bookkeeping steps' retry policy does. Other errors fail the attempt; a cancel request stops the waiting.
  */
 async function untilDatabaseAnswers<T>(step: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
   for (let waitMs = 1000; ; waitMs = Math.min(waitMs * 2, 30_000)) {
     try {
-      return await step();
+      return await heartbeating(step());
     } catch (err) {
-      ctx.log.warn('a database step failed; trying again', { error: String(err), inMs: waitMs });
-      ctx.heartbeat();
+      if (!databaseAway(err)) throw err;
+      ctx.log.warn('the database did not answer; trying again', { error: String(err), inMs: waitMs });
       await ctx.sleep(waitMs);
     }
   }
@@ -67,6 +74,9 @@ function renderedVideo(progress: VideoProgress): RenderedAsset {
   if (progress.state === 'done') return progress.asset;
   throw new ProviderError(`The video provider answered with a task (${progress.taskId}) where a finished video was expected`, 'unexpected_task', false);
 }
+
+/** How an image action's render ended; `endedElsewhere`: a failure recorded before it began, not this workflow's to announce. */
+export type RenderEnd = ActionEnd & { endedElsewhere?: true };
 
 export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running'; taskId: string; progress?: number };
 
@@ -184,10 +194,12 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      * there. The two transactions are retried, heartbeating, until the database answers: an outage after a render
      * does not throw the render away.
      */
-    async renderAction(actionId: number): Promise<ActionEnd> {
+    async renderAction(actionId: number): Promise<RenderEnd> {
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
       const closed = await untilDatabaseAnswers(() => db.transaction(async (m) => ((await startAction(m, actionId)) === 'started' ? undefined : recordedEnd(m, actionId))));
-      if (closed) return closed;
+      // Failed before this render began: by the API (a start it abandoned, never accepted) or the reconciler, which
+      // announce for themselves, or not at all.
+      if (closed) return closed.status === 'failed' ? { ...closed, endedElsewhere: true } : closed;
       const assetPath = await renderAndStore(action);
       const ctx = Context.current();
       if (ctx.cancellationDetails?.cancelRequested) throw ctx.cancellationSignal.reason;

@@ -6,12 +6,14 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export class RetentionIndexes1732300000012 implements MigrationInterface {
   name = 'RetentionIndexes1732300000012';
+  /** Built CONCURRENTLY (outside a transaction), so that deliveries are written meanwhile during a rolling upgrade. */
+  transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (created_at) WHERE status <> 'pending'`);
+    await q.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (created_at) WHERE status <> 'pending'`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query('DROP INDEX webhook_deliveries_finished');
+    await q.query('DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_finished');
   }
 }

@@ -71,7 +71,11 @@ async function main(mode: Mode): Promise<void> {
       reconcilePass();
       setInterval(reconcilePass, 60_000).unref();
       // Retention (expired records, unreferenced inputs): a Temporal schedule, one run per interval for the deployment.
-      await ensureHousekeepingSchedule(temporal, config.taskQueue);
+      const ensureSchedule = () => void ensureHousekeepingSchedule(temporal, config.taskQueue).catch((err) => {
+        log.warn('the housekeeping schedule could not be made sure of; trying again in a minute', { error: String(err) });
+        setTimeout(ensureSchedule, 60_000).unref();
+      });
+      ensureSchedule();
     }
     log.info('worker running', { taskQueues: workers.map((w) => w.options.taskQueue), temporal: address });
   }

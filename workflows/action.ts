@@ -108,13 +108,16 @@ async function settledRender(actionId: number, route: ProviderRoute): Promise<Ac
   const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, ...TIMEOUTS.providerQueue, taskQueue: route.taskQueue, retry: providerRetry });
   setStatus('processing');
   let end: ActionOutcome;
+  let announce = true;
   try {
-    end = await provider.renderAction(actionId);
+    const { endedElsewhere, ...rendered } = await provider.renderAction(actionId);
+    end = rendered;
+    announce = !endedElsewhere;
   } catch (err) {
     const ending = isCancellation(err) ? { status: 'cancelled' as const } : { status: 'failed' as const, error: failureMessage(err) };
     end = await settle(() => localBookkeeping.endAction(actionId, ending));
   }
   setStatus(end.status);
-  if (end.status !== 'cancelled') await announceOutcome(actionId, end.status, 'local');
+  if (announce && end.status !== 'cancelled') await announceOutcome(actionId, end.status, 'local');
   return end;
 }

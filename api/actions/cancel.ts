@@ -12,6 +12,7 @@ import { settleHold } from '../../src/domain/billing';
 import { JobStatus, TERMINAL_JOB_STATUSES } from '../../src/domain/jobs';
 import { actionWorkflowId, jobWorkflowId, PROVIDER_HEARTBEAT_TIMEOUT_SECONDS } from '../../src/temporal/contract';
 import { workflowState } from '../../src/temporal/workflow-state';
+import { log } from '../../src/log';
 import type { ApiServices } from '../services';
 
 export interface CancelAnswer<S> { status: S; cancelled: boolean; message: string }
@@ -88,7 +89,9 @@ export async function cancelAction(
     });
     if (cancelled) {
       // Its workflow may be waiting for its provider's queue: told now, it ends without taking a provider slot.
-      await requestWorkflowCancel(services, actionWorkflowId(action.id));
+      // Best effort: the cancel is done; a workflow not told finds the action cancelled when its render starts.
+      await requestWorkflowCancel(services, actionWorkflowId(action.id))
+        .catch((err) => log.warn('a cancelled action\'s workflow could not be told', { actionId: action.id, error: String(err) }));
       return { status: 'cancelled', cancelled: true, message: `Cancelled before processing started; ${action.price} sparks released` };
     }
     status = await statusNow(); // it just started

@@ -35,8 +35,9 @@ export async function purgeExpiredRecords(db: DataSource): Promise<PurgedRecords
   const idempotencyKeys = await deleteInBatches(db, 'idempotency_keys',
     'SELECT ctid FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)', [RETENTION.idempotencyKeySeconds]);
   const rateLimitWindows = await deleteInBatches(db, 'rate_limit_windows',
-    // A window is worth nothing once the next one has begun (a key's next request drops its own old ones too).
-    'SELECT ctid FROM rate_limit_windows WHERE window_start < floor(extract(epoch FROM now()) / $1) - 1', [RATE_LIMIT_WINDOW_SECONDS]);
+    // A window is worth nothing once the next one has begun (a key's next request drops its own old ones too); one
+    // more is kept, since the windows come from the API hosts' clocks and this from the database's.
+    'SELECT ctid FROM rate_limit_windows WHERE window_start < floor(extract(epoch FROM now()) / $1) - 2', [RATE_LIMIT_WINDOW_SECONDS]);
   const deliveries = await deleteInBatches(db, 'webhook_deliveries',
     `SELECT ctid FROM webhook_deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => $1)`, [RETENTION.finishedDeliveryDays]);
   return { idempotencyKeys, rateLimitWindows, deliveries };

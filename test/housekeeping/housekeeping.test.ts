@@ -43,10 +43,11 @@ describe('housekeeping on a Temporal schedule', function () {
     for (const [key, at] of [['old', ago(RETENTION.idempotencyKeySeconds + 60)], ['fresh', ago(10)]] as const) {
       await db.query(`INSERT INTO idempotency_keys (account_id, scope, key, request_hash, response_status, response_body, created_at) VALUES ($1, 'test', $2, 'h', 200, '{}', $3)`, [accountId, `hk-${key}`, at]);
     }
-    // Rate-limit windows of a key: long gone, the previous one, the current one.
+    // Rate-limit windows of a key: long gone, three before, the two before (kept: API hosts' clocks may differ from
+    // the database's), the current one.
     const [{ id: keyId }] = await db.query('SELECT id FROM api_keys WHERE account_id = $1', [accountId]);
     const window = Math.floor(Date.now() / 60_000);
-    for (const w of [window - 100, window - 1, window]) await db.query('INSERT INTO rate_limit_windows (key_id, window_start, count) VALUES ($1, $2, 1)', [keyId, w]);
+    for (const w of [window - 100, window - 3, window - 2, window - 1, window]) await db.query('INSERT INTO rate_limit_windows (key_id, window_start, count) VALUES ($1, $2, 1)', [keyId, w]);
     // Deliveries: finished long ago, finished lately, pending long ago (a delivery still owed is never dropped).
     const delivery = async (event: string, status: string, daysAgo: number) =>
       (await db.query(
@@ -71,7 +72,7 @@ describe('housekeeping on a Temporal schedule', function () {
     const keys = await db.query(`SELECT key FROM idempotency_keys WHERE account_id = $1 ORDER BY key`, [accountId]);
     assert.deepEqual(keys.map((k: { key: string }) => k.key), ['hk-fresh']);
     const windows = await db.query('SELECT window_start FROM rate_limit_windows WHERE key_id = $1 ORDER BY window_start', [keyId]);
-    assert.deepEqual(windows.map((w: { window_start: string }) => Number(w.window_start)), [window - 1, window]);
+    assert.deepEqual(windows.map((w: { window_start: string }) => Number(w.window_start)), [window - 2, window - 1, window]);
     const deliveries = await db.query('SELECT id FROM webhook_deliveries WHERE action_id = $1', [actionId]);
     assert.deepEqual(new Set(deliveries.map((d: { id: string }) => d.id)), new Set([lateFinished, oldPending]));
     assert.ok(!deliveries.some((d: { id: string }) => d.id === oldFinished));
