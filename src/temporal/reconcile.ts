@@ -9,11 +9,15 @@
  * - Lost workflows: an open action (or live v2 job) whose workflow was terminated or reset away by an operator,
  *   or is gone, past the grace period: the hold is released and the action (and job) failed in one transaction,
  *   the failure event is sent, and it is logged.
+ * - Unannounced completions: a completed action whose workflow ended without sending its completion event (see
+ *   announceUnannouncedCompletions) gets it sent.
  */
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from '../domain/action-states';
 import { sqlRows } from '../db/sql';
+import { ACTION_TYPES } from '../db/entities/action';
+import { eventFor } from '../domain/webhooks';
 import { log } from '../log';
 import { actionWorkflowId, announcementWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from './contract';
 import { startOnce } from './start-action';
@@ -81,6 +85,41 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
   });
 }
 
+/**
+ * Completions no workflow announced. An image action's render charges and completes the action itself, so a render
+ * still running when an operator terminated its workflow may complete it afterwards, with no workflow left to send
+ * its completion event (so may any workflow terminated between its charge and its announcement). Past the grace
+ * period and within a day, a completed action with a subscriber of its event and no delivery of it, whose workflow
+ * ended without completing (terminated, timed out) or is gone, gets an announcement workflow (one per action and
+ * outcome: never twice). Answers how many.
+ */
+export async function announceUnannouncedCompletions(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  const events = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, eventFor(type, 'completed')])));
+  const rows = await sqlRows<Owned>(db.manager,
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+       FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
+      WHERE a.status = 'completed' AND a.completed_at < now() - make_interval(secs => $1) AND a.completed_at > now() - interval '1 day'
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb ->> a.type)
+        AND (a.webhook_url IS NOT NULL OR EXISTS (
+              SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active AND ($2::jsonb ->> a.type) = ANY(w.events)))
+      ORDER BY a.id LIMIT 100`, [config.graceSeconds, events]);
+  return countMoved(rows, 'announcing a completion', async (row) => {
+    // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
+    // since is not sent events of earlier actions).
+    const state = await workflowState(client, ownerOf(row));
+    if (state.kind === 'running' || (state.kind === 'closed' && state.status === 'COMPLETED')) return false;
+    await startOnce(client, 'announcementWorkflow', {
+      taskQueue: config.taskQueue,
+      workflowId: announcementWorkflowId(row.action_id, 'completed'),
+      args: [{ actionId: row.action_id, outcome: 'completed' }],
+      staticSummary: `completion event of action ${row.action_id} (its workflow ended without sending it)`,
+      typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.actionId, value: row.action_id }],
+    });
+    log.warn('announced a completion its workflow did not', { actionId: row.action_id, jobId: row.job_id });
+    return true;
+  });
+}
+
 /** Runs `step` for each row; one row's failure is logged and does not stop the others. Answers how many moved. */
 async function countMoved(rows: Owned[], what: string, step: (row: Owned) => Promise<boolean>): Promise<number> {
   let moved = 0;
@@ -123,6 +162,7 @@ export async function reconcile(db: DataSource, client: Client, config: Reconcil
   try {
     await settleStarts(db, client, config.startGraceSeconds ?? 30);
     await reconcileLostWorkflows(db, client, config);
+    await announceUnannouncedCompletions(db, client, config);
   } catch (err) {
     log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
   }

@@ -3,7 +3,8 @@ import { settleHold } from '../../src/domain/billing';
 import { abandonStart, closeAction } from '../../src/domain/action-states';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { actionWorkflowId, announcementWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
-import { reconcileLostWorkflows, settleStarts } from '../../src/temporal/reconcile';
+import { announceUnannouncedCompletions, reconcileLostWorkflows, settleStarts } from '../../src/temporal/reconcile';
+import { completeRendered } from '../../activities/action-lifecycle';
 import { startActionWorkflow } from '../../src/temporal/start-action';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
@@ -71,6 +72,27 @@ describe('reconciler and honest cancels', function () {
 
     await reconcileNow(); // a second pass finds nothing more to do for it
     assert.equal((await actionRow(actionId)).status, 'failed');
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('sends the completion event of an action its render completed after an operator terminated its workflow, once', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const actionId = await processingAction(call, { webhook_url: `${receiver.url}/completed/${accountId}` });
+    await terminate(actionWorkflowId(actionId));
+    // The render, still running on its worker, ends as renderAction ends one: charged and completed.
+    assert.equal(await stack.db.transaction((m) => completeRendered(m, actionId, `results/${actionId}/done.jpg`)), 'completed');
+    assert.equal(await reconcileNow(), 0, 'a completed action is not failed');
+
+    const announce = () => announceUnannouncedCompletions(stack.db, stack.temporal, { taskQueue: stack.taskQueue, graceSeconds: 0 });
+    assert.ok((await announce()) >= 1);
+    await stack.temporal.workflow.getHandle(announcementWorkflowId(actionId, 'completed')).result();
+    const hooks = await eventually(async () => receiver.requests.filter((r) => r.path === `/completed/${accountId}`), (r) => r.length === 1);
+    assert.equal(hooks[0].headers['x-service-event'], 'generation.completed');
+    await announce(); // its delivery is recorded: not announced again
+    const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE action_id = $1', [actionId]);
+    assert.equal(n, 1);
+    assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 15, available: 15, holds: 0 });
     await assertMoneyConsistent(stack.db, accountId);
   });
 

@@ -1,7 +1,8 @@
 import { Column, Entity } from 'typeorm';
 import { BaseRecord } from './base';
 
-export type ActionType = 'generate' | 'edit' | 'video';
+export const ACTION_TYPES = ['generate', 'edit', 'video'] as const;
+export type ActionType = (typeof ACTION_TYPES)[number];
 export type ActionStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
 export type ActionProduct = 'photo' | 'card' | 'video' | 'edit';
 
