@@ -9,6 +9,7 @@ import type { ActionProduct } from '../src/db/entities/action';
 import type { ParamsByProduct } from '../src/domain/action-params';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
 import { FAILURE_TYPES } from '../src/temporal/contract';
+import { databaseAway } from '../src/db/sql';
 import { JobMove, moveJobRecord } from '../src/domain/jobs';
 import type { ActionEnd } from '../src/domain/action-states';
 import { completeRendered, recordedEnd, startAction } from './action-lifecycle';
@@ -24,12 +25,6 @@ async function heartbeating<T>(work: Promise<T>): Promise<T> {
   } finally {
     clearInterval(timer);
   }
-}
-
-/** Errors of a database that is away for a while (connection lost or refused, shutting down, starting). */
-function databaseAway(err: unknown): boolean {
-  const code = String((err as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code ?? '');
-  return /^(08|57P0[123]|ECONN|ETIMEDOUT|EPIPE)/.test(code) || /Connection terminated|connection timeout|Connection ended/i.test(String((err as Error).message));
 }
 
 /**

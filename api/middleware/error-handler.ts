@@ -1,6 +1,10 @@
 import type { Middleware } from 'koa';
+import { databaseAway } from '../../src/db/sql';
 import { log } from '../../src/log';
 import { AppError, ValidationFailed } from '../errors';
+
+/** Seconds a request refused while the database is away is asked to wait. */
+const DATABASE_AWAY_RETRY_SECONDS = 5;
 
 const HTTP_CODES: Record<number, string> = { 404: 'not_found', 405: 'method_not_allowed', 501: 'not_implemented' };
 
@@ -31,6 +35,14 @@ export function errorHandler(): Middleware {
         // Errors raised by Koa or the router themselves (405 from allowedMethods, ...).
         ctx.status = status;
         ctx.body = { detail: { error: HTTP_CODES[status] ?? 'invalid_request', message: (err as Error).message } };
+        return;
+      }
+      if (databaseAway(err)) {
+        // Postgres is away (restarting, unreachable): the request can be tried again shortly, nothing was kept.
+        log.warn('the database did not answer a request', { requestId: ctx.state.requestId, path: ctx.path, error: String(err) });
+        ctx.status = 503;
+        ctx.set('Retry-After', String(DATABASE_AWAY_RETRY_SECONDS));
+        ctx.body = { detail: { error: 'generation_unavailable', message: 'The service is temporarily unavailable, try again shortly' } };
         return;
       }
       log.error('unhandled error', {

@@ -14,7 +14,8 @@ export function createDataSource(databaseUrl: string, poolSize = 20): DataSource
     migrationsRun: false,
     synchronize: false,
     logging: false, // failures surface as errors through our logger, never as raw SQL with parameters
-    extra: { max: poolSize },
+    // A request waits at most 5 s for a connection: a database that is away answers 503 soon, never a hang.
+    extra: { max: poolSize, connectionTimeoutMillis: 5_000 },
   });
 }
 

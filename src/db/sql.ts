@@ -12,3 +12,14 @@ export async function sqlRows<T = Record<string, any>>(manager: EntityManager, s
 export async function sqlRow<T = Record<string, any>>(manager: EntityManager, sql: string, params: unknown[] = []): Promise<T | undefined> {
   return (await sqlRows<T>(manager, sql, params))[0];
 }
+
+/**
+ * Whether an error says the database is away for a while (connection lost, refused or timed out; the server
+ * shutting down or starting), as opposed to a statement it refused. Such errors pass once it is back.
+ */
+export function databaseAway(err: unknown): boolean {
+  const e = err as { code?: unknown; driverError?: { code?: unknown }; message?: unknown };
+  const code = String(e?.driverError?.code ?? e?.code ?? '');
+  return /^(08|57P0[123]|ECONN|ETIMEDOUT|EPIPE|EHOSTUNREACH)/.test(code)
+    || /Connection terminated|connection timeout|Connection ended|timeout exceeded when trying to connect/i.test(String(e?.message ?? ''));
+}

@@ -1,7 +1,7 @@
 /**
  * `npm run test:faults`: faults on purpose, on both Temporal backends (the dev server on SQLite, the Temporal server
  * on Postgres), against real processes: a worker killed mid-render, the Temporal backend stopped and started again
- * mid-job, a webhook receiver down and then up, 200 generates at once on an account that can afford 10, cancels
+ * mid-job, the service's Postgres stopped and started again mid-job, a webhook receiver down and then up, 200 generates at once on an account that can afford 10, cancels
  * racing completions. After each, one checker proves the invariants (test/faults/invariants.ts). The table at the
  * end says per backend and scenario how many jobs ran, how many were lost or charged twice, and how long the
  * service took to recover.
@@ -109,6 +109,30 @@ for (const kind of ['dev', 'server'] as const) {
       const again = await eventually(() => call('POST', `${V1}/generate/photo`, { images: [{ data: image }] }), (res) => res.status === 200, 60_000, 500);
       const all = [...ids, again.body.action_id as number];
       await record('Temporal backend stopped and started mid-job', all.length, lost + await settle([again.body.action_id]), t0);
+    });
+
+    it('Postgres stopped mid-job: 503 generation_unavailable within seconds while it is down, never a 500; every job completes after', async () => {
+      const { call } = await account(100);
+      const ids = await generate(call, 4);
+      await eventually(() => processing(ids), (n) => n > 0, 60_000);
+      stack.postgres.stop();
+      let answers;
+      let took: number;
+      try {
+        const t = Date.now();
+        answers = await Promise.all([
+          call('POST', `${V1}/generate/photo`, { images: [{ data: image }] }), call('GET', `${V1}/status/${ids[0]}`), call('GET', `${V1}/balance`),
+        ]);
+        took = Date.now() - t;
+      } finally {
+        stack.postgres.start();
+      }
+      for (const res of answers) assert.deepEqual([res.status, res.body.detail?.error], [503, 'generation_unavailable'], JSON.stringify(res.body));
+      assert.ok(took < 10_000, `answered in ${took} ms`);
+      const t0 = Date.now();
+      const lost = await settle(ids);
+      const again = await eventually(() => call('POST', `${V1}/generate/photo`, { images: [{ data: image }] }), (res) => res.status === 200, 60_000, 500);
+      await record('Postgres stopped and started mid-job', ids.length + 1, lost + await settle([again.body.action_id]), t0);
     });
 
     it('a webhook receiver down for a while, then up: every delivery arrives once it is up, none beyond the attempt limit', async () => {

@@ -1,7 +1,8 @@
 /**
  * The fault suite's topology, on either Temporal backend: the backend (the dev server on its SQLite file, or the
  * Temporal server on Postgres), one API process and worker processes, each its own OS process started from the
- * build, sharing Postgres and one asset folder. The backend can be stopped and started again on the same state.
+ * build, sharing a Postgres server of the suite's own and one asset folder. The backend and that Postgres can be
+ * stopped and started again on the same state.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { openDatabase } from '../../src/db/data-source';
 import { freePort, startDevServer } from '../../src/temporal/dev-server';
 import { startTemporalServer } from '../../src/temporal/server';
 import { resetDatabase } from '../support/environment';
+import { OwnPostgres, startOwnPostgres } from './postgres';
 
 export type BackendKind = 'dev' | 'server';
 
@@ -28,7 +30,6 @@ export interface Backend {
   start(): Promise<void>;
 }
 
-const APP_DATABASE_URL = process.env.TEST_FAULTS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/imagery_faults_test';
 const TEMPORAL_DATABASE_URL = process.env.TEST_FAULTS_TEMPORAL_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/temporal_faults_test';
 
 async function dropDatabases(url: string, names: string[]): Promise<void> {
@@ -85,6 +86,8 @@ async function startBackend(kind: BackendKind, dir: string): Promise<Backend> {
 
 export interface FaultStack {
   backend: Backend;
+  /** The service's own database server (the Temporal server keeps its state on the machine's Postgres). */
+  postgres: OwnPostgres;
   apiUrl: string;
   db: DataSource;
   temporal: Client;
@@ -100,10 +103,13 @@ export const RENDER_DELAY_MS = 1500;
 
 export async function startFaultStack(kind: BackendKind, taskQueue: string): Promise<FaultStack> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `imagery-faults-${kind}-`));
-  await resetDatabase(APP_DATABASE_URL);
-  const backend = await startBackend(kind, dir);
-  const stops: (() => Promise<void>)[] = [() => backend.stop()];
+  const postgres = await startOwnPostgres();
+  const stops: (() => Promise<void>)[] = [async () => postgres.destroy()];
   try {
+    const APP_DATABASE_URL = postgres.url('imagery');
+    await resetDatabase(APP_DATABASE_URL);
+    const backend = await startBackend(kind, dir);
+    stops.push(() => backend.stop());
     const assetsDir = path.join(dir, 'assets');
     const port = await freePort();
     const env: Record<string, string> = {
@@ -130,7 +136,7 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string): Pro
     const connection = await Connection.connect({ address: backend.address });
     stops.push(() => connection.close());
     return {
-      backend, apiUrl: `http://127.0.0.1:${port}`, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, workers, startWorker,
+      backend, postgres, apiUrl: `http://127.0.0.1:${port}`, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, workers, startWorker,
       async stop() {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);
       },
