@@ -1,7 +1,8 @@
 /**
  * `npm run test:faults`: faults on purpose, on both Temporal backends (the dev server on SQLite, the Temporal server
  * on Postgres), against real processes: a worker killed mid-render, the Temporal backend stopped and started again
- * mid-job, the service's Postgres stopped and started again mid-job, a webhook receiver down and then up, 200 generates at once on an account that can afford 10, cancels
+ * mid-job, the service's Postgres stopped and started again mid-job, a worker
+ * killed mid-delivery, a webhook receiver down and then up, 200 generates at once on an account that can afford 10, cancels
  * racing completions. After each, one checker proves the invariants (test/faults/invariants.ts). The table at the
  * end says per backend and scenario how many jobs ran, how many were lost or charged twice, and how long the
  * service took to recover.
@@ -157,6 +158,32 @@ for (const kind of ['dev', 'server'] as const) {
         assert.equal(received.size, ids.length, 'one delivery per job');
         assert.ok(done.every((d: { attempts: number; max_attempts: number }) => d.attempts <= d.max_attempts));
         await record('webhook receiver down, then up', ids.length, lost, t0);
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('a worker killed (SIGKILL) during a webhook delivery: a new worker delivers it, within the attempt limit', async () => {
+      let hang = true;
+      const receiver = await startHttpsServer((_req, res) => {
+        if (!hang) res.writeHead(204).end(); // while hanging, the delivery waits on an answer that never comes
+      });
+      try {
+        const { call } = await account(100);
+        const hook = await call('POST', `${V1}/webhooks`, { url: `${receiver.url}/hook`, events: ['generation.completed'] });
+        assert.equal(hook.status, 201, JSON.stringify(hook.body));
+        const ids = await generate(call, 2);
+        const lost = await settle(ids);
+        await eventually(async () => receiver.requests.length, (n) => n > 0, 60_000);
+        const t0 = Date.now();
+        await stack.workers[0].kill('SIGKILL');
+        stack.workers.shift();
+        hang = false;
+        await stack.startWorker();
+        const deliveries = () => stack.db.query('SELECT status, attempts, max_attempts FROM webhook_deliveries WHERE action_id = ANY($1)', [ids]);
+        const done = await eventually(deliveries, (rows) => rows.length === ids.length && rows.every((d: { status: string }) => d.status === 'succeeded'), 120_000, 200);
+        assert.ok(done.every((d: { attempts: number; max_attempts: number }) => d.attempts <= d.max_attempts), JSON.stringify(done));
+        await record('worker SIGKILL mid-delivery', ids.length, lost, t0);
       } finally {
         await receiver.close();
       }
