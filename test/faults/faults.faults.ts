@@ -1,6 +1,7 @@
 /**
  * `npm run test:faults`: faults on purpose, on both Temporal backends (the dev server on SQLite, the Temporal server
- * on Postgres), against real processes: a worker killed mid-render, the Temporal backend stopped and started again
+ * on Postgres), against real processes: a worker killed mid-render, one killed while it polls a Runway task (the
+ * suite's server speaking Runway's wire format), the Temporal backend stopped and started again
  * mid-job, the service's Postgres stopped and started again mid-job, a worker
  * killed mid-delivery, a webhook receiver down and then up, 200 generates at once on an account that can afford 10, cancels
  * racing completions. After each, one checker proves the invariants (test/faults/invariants.ts). The table at the
@@ -12,6 +13,7 @@ import { checkInvariants } from './invariants';
 import { BackendKind, FaultStack, startFaultStack } from './harness';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { startHttpsServer } from '../support/https-server';
+import { RunwayServer, startRunwayServer } from '../support/runway-server';
 import { actionWorkflowId } from '../../src/temporal/contract';
 
 interface Row { backend: BackendKind; scenario: string; jobs: number; lost: number; doubleCharged: number; recoverSeconds: number | null }
@@ -36,12 +38,20 @@ for (const kind of ['dev', 'server'] as const) {
     let image: string;
     const accounts: number[] = [];
 
+    let runway: RunwayServer;
+
     before(async function () {
       this.timeout(900_000); // a cold machine builds the Temporal server first
-      stack = await startFaultStack(kind, `faults-${kind}`);
+      runway = await startRunwayServer();
+      stack = await startFaultStack(kind, `faults-${kind}`, {
+        VIDEO_PROVIDER: 'runway', RUNWAY_API_KEY: runway.apiKey, RUNWAY_BASE_URL: runway.url, RUNWAY_POLL_INTERVAL_SECONDS: '1',
+      });
       image = await jpegBase64(400, 500);
     });
-    after(() => stack?.stop());
+    after(async () => {
+      await stack?.stop();
+      await runway?.close();
+    });
 
     async function account(sparks: number) {
       const created = await newAccount(stack.db, sparks);
@@ -86,6 +96,22 @@ for (const kind of ['dev', 'server'] as const) {
       stack.workers.shift();
       await stack.startWorker();
       await record('worker SIGKILL mid-render', ids.length, await settle(ids), t0);
+    });
+
+    it('a worker killed (SIGKILL) while it polls a Runway task: a new worker checks the same task, one submit, charged once', async () => {
+      const { call } = await account(100);
+      runway.nextTask(...Array.from({ length: 8 }, () => ({ status: 'RUNNING' as const, progress: 0.5 })), { status: 'SUCCEEDED' });
+      const tasksBefore = runway.tasks.length;
+      const created = await call('POST', `${V1}/generate/video`, { image: { data: image }, duration_sec: 5 });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      await eventually(async () => runway.tasks.slice(tasksBefore).find((t) => t.polls > 0), Boolean, 60_000);
+      const t0 = Date.now();
+      await stack.workers[0].kill('SIGKILL');
+      stack.workers.shift();
+      await stack.startWorker();
+      const lost = await settle([created.body.action_id]);
+      assert.equal(runway.tasks.length - tasksBefore, 1, 'one submit to Runway');
+      await record('worker SIGKILL mid-Runway-poll', 1, lost, t0);
     });
 
     it('the Temporal backend stopped mid-job: 503 generation_unavailable with nothing held while down; jobs resume and complete after', async () => {

@@ -101,7 +101,8 @@ export interface FaultStack {
 /** The renderer takes this long per image, so that a fault can land in the middle of a render. */
 export const RENDER_DELAY_MS = 1500;
 
-export async function startFaultStack(kind: BackendKind, taskQueue: string): Promise<FaultStack> {
+/** `env`: more environment for every service process (e.g. a video provider's settings). */
+export async function startFaultStack(kind: BackendKind, taskQueue: string, extraEnv: Record<string, string> = {}): Promise<FaultStack> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `imagery-faults-${kind}-`));
   const postgres = await startOwnPostgres();
   const stops: (() => Promise<void>)[] = [async () => postgres.destroy()];
@@ -116,7 +117,7 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string): Pro
       DATABASE_URL: APP_DATABASE_URL, TEMPORAL_ADDRESS: backend.address, TEMPORAL_TASK_QUEUE: taskQueue,
       ASSET_STORE: 'file', ASSETS_DIR: assetsDir, ASSET_SIGNING_SECRET: randomBytes(32).toString('hex'), SECRETS_KEY: randomBytes(32).toString('hex'),
       LOCAL_RENDERER_DELAY_MS: String(RENDER_DELAY_MS), RATE_LIMIT_PER_MINUTE: '100000', RECONCILE_GRACE_SECONDS: '86400',
-      WEBHOOK_RETRY_INITIAL_MS: '500',
+      WEBHOOK_RETRY_INITIAL_MS: '500', ...extraEnv,
     };
     const logs = path.join(dir, 'logs');
     const api = await startServiceProcess('api', { ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, DATA_DIR: path.join(dir, 'api') },
