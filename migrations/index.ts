@@ -10,6 +10,7 @@ import { HelperUsage1732300000009 } from './1732300000009-HelperUsage';
 import { Funnels1732300000010 } from './1732300000010-Funnels';
 import { HoldsReservedAtCommit1732300000011 } from './1732300000011-HoldsReservedAtCommit';
 import { RetentionIndexes1732300000012 } from './1732300000012-RetentionIndexes';
+import { CompletedActionsIndex1732300000013 } from './1732300000013-CompletedActionsIndex';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   Funnels1732300000010,
   HoldsReservedAtCommit1732300000011,
   RetentionIndexes1732300000012,
+  CompletedActionsIndex1732300000013,
 ];

@@ -38,8 +38,10 @@ export function errorHandler(): Middleware {
         return;
       }
       if (databaseAway(err)) {
-        // Postgres is away (restarting, unreachable): the request can be tried again shortly, nothing was kept.
-        log.warn('the database did not answer a request', { requestId: ctx.state.requestId, path: ctx.path, error: String(err) });
+        // A backing service (Postgres, or the object store's connection) is away: the request can be tried again.
+        // Waiting too long for a free pooled connection reads the same, and may be a leak: logged as an error.
+        const poolQueue = /timeout exceeded when trying to connect/i.test(String((err as Error).message));
+        (poolQueue ? log.error : log.warn)('a backing service did not answer a request', { requestId: ctx.state.requestId, path: ctx.path, error: String(err) });
         ctx.status = 503;
         ctx.set('Retry-After', String(DATABASE_AWAY_RETRY_SECONDS));
         ctx.body = { detail: { error: 'generation_unavailable', message: 'The service is temporarily unavailable, try again shortly' } };

@@ -14,8 +14,9 @@ export function createDataSource(databaseUrl: string, poolSize = 20): DataSource
     migrationsRun: false,
     synchronize: false,
     logging: false, // failures surface as errors through our logger, never as raw SQL with parameters
-    // A request waits at most 5 s for a connection: a database that is away answers 503 soon, never a hang.
-    extra: { max: poolSize, connectionTimeoutMillis: 5_000 },
+    // A query waits at most 10 s for a connection: a request to a database that is away answers 503 soon instead
+    // of hanging, and a busy worker's step waits long enough not to fail for a moment's queue.
+    extra: { max: poolSize, connectionTimeoutMillis: 10_000 },
   });
 }
 

@@ -101,7 +101,8 @@ export async function announceUnannouncedCompletions(db: DataSource, client: Cli
       WHERE a.status = 'completed' AND a.completed_at < now() - make_interval(secs => $1) AND a.completed_at > now() - interval '1 day'
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb ->> a.type)
         AND (a.webhook_url IS NOT NULL OR EXISTS (
-              SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active AND ($2::jsonb ->> a.type) = ANY(w.events)))
+              SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active AND ($2::jsonb ->> a.type) = ANY(w.events)
+                 AND w.created_at <= a.completed_at))
       ORDER BY a.id LIMIT 100`, [config.graceSeconds, events]);
   return countMoved(rows, 'announcing a completion', async (row) => {
     // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered

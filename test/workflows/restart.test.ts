@@ -53,11 +53,12 @@ describe('stopping the service mid-job', function () {
     dataDir = path.join(os.tmpdir(), `imagery-restart-${randomUUID()}`);
   });
 
-  /** Waits until the provider call of the action is running on a worker. */
+  /** Waits until the provider call of the action is running on a worker, past its start (the action processing). */
   async function renderRunning(actionId: number): Promise<void> {
     const handle = temporal.workflow.getHandle(actionWorkflowId(actionId));
     await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [],
       (pending) => pending.some((a) => a.activityType?.name === 'renderAction' && Number(a.state) === 2 /* STARTED */));
+    await eventually(async () => (await db.query('SELECT status FROM actions WHERE id = $1', [actionId]))[0].status, (status) => status === 'processing');
   }
 
   async function startedAttempts(actionId: number): Promise<number[]> {
