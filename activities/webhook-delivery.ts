@@ -57,11 +57,14 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
     /** One attempt: POST the payload; 2xx succeeds, permanent refusals are not retried, the rest is. */
     async deliverWebhook(deliveryId: string): Promise<'delivered' | 'skipped'> {
       const d = await sqlRow(db.manager,
-        `SELECT d.url, d.event, d.webhook_id, w.sealed_secret, w.deleted_at, w.is_active,
+        `SELECT d.url, d.event, d.webhook_id, d.status, w.sealed_secret, w.deleted_at, w.is_active,
                 a.id AS action_id, a.project_id, a.card_id, a.type, a.client_group_id
            FROM webhook_deliveries d JOIN actions a ON a.id = d.action_id LEFT JOIN webhooks w ON w.id = d.webhook_id
           WHERE d.id = $1`, [deliveryId]);
       if (!d) throw new Error(`delivery ${deliveryId} not found`);
+      // Delivered already: a second run of its workflow (an operator's reset of the action's workflow starts its
+      // deliveries again) sends nothing more. A redelivery through the API makes it pending first.
+      if (d.status === 'succeeded') return 'delivered';
       if (d.webhook_id !== null && (d.deleted_at || !d.is_active)) {
         await db.query(`UPDATE webhook_deliveries SET status = 'skipped', last_error = 'webhook deleted', updated_at = now() WHERE id = $1`, [deliveryId]);
         return 'skipped';

@@ -130,6 +130,18 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     assert.equal((await readBalance(db, accountId)).balance, 10);
     await assertMoneyConsistent(db, accountId);
   });
+  it('deliverWebhook sends nothing for a delivery that already succeeded (a second run of its workflow)', async () => {
+    const { accountId } = await newAccount(db, 10);
+    const actionId = await placeAction(db, accountId, { hold: 5 });
+    // Nothing listens at this address: a POST would fail the activity.
+    const [delivery] = await db.query(
+      `INSERT INTO webhook_deliveries (account_id, action_id, event, url, max_attempts, status, attempts)
+       VALUES ($1, $2, 'generation.completed', 'https://localhost:9/hook', 3, 'succeeded', 1) RETURNING id`, [accountId, actionId]);
+    assert.equal(await run('deliverWebhook', delivery.id), 'delivered');
+    const [row] = await db.query('SELECT status, attempts FROM webhook_deliveries WHERE id = $1', [delivery.id]);
+    assert.deepEqual([row.status, row.attempts], ['succeeded', 1]);
+  });
+
   describe('renderAction and endAction (an image action since the settled-render patch)', () => {
     const actionRow = async (actionId: number) =>
       (await db.query('SELECT a.status, a.asset_path, c.status AS card_status FROM actions a JOIN cards c ON c.id = a.card_id WHERE a.id = $1', [actionId]))[0];
