@@ -12,7 +12,7 @@ import { Client } from 'pg';
 import { portsAreFree, temporalServerPorts } from '../src/cluster/cluster';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
-import { resetDatabase } from '../test/support/environment';
+import { dropTemporalDatabases, resetDatabase } from '../test/support/environment';
 import { setLogLevel } from '../src/log';
 import { findTemporalCli, freePort, startDevServer } from '../src/temporal/dev-server';
 import { startTemporalServer, TEMPORAL_PORT_BASE_RANGE, TEMPORAL_SERVER_VERSION } from '../src/temporal/server';
@@ -75,16 +75,6 @@ function databaseUrl(name: string): string {
   return url.toString();
 }
 
-async function dropDatabases(names: string[]): Promise<void> {
-  const client = new Client({ connectionString: databaseUrl('postgres') });
-  await client.connect();
-  try {
-    for (const name of names) await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
-}
-
 async function startBackend(backend: Backend, dataDir: string): Promise<{ address: string; stop: () => Promise<void> }> {
   const config = loadConfig();
   if (backend === 'dev') {
@@ -94,7 +84,7 @@ async function startBackend(backend: Backend, dataDir: string): Promise<{ addres
     });
     return { address: dev.address, stop: track('temporal dev server', () => dev.stop()) };
   }
-  await dropDatabases([TEMPORAL_DB, `${TEMPORAL_DB}_visibility`]);
+  await dropTemporalDatabases(databaseUrl(TEMPORAL_DB));
   let base: number | undefined;
   for (let candidate = 27233; candidate <= TEMPORAL_PORT_BASE_RANGE.max; candidate += 1100) {
     if (await portsAreFree(temporalServerPorts(candidate))) {

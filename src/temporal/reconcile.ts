@@ -85,6 +85,9 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
   });
 }
 
+/** Each action type's completion event, as JSON for the query below. */
+const COMPLETION_EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, eventFor(type, 'completed')])));
+
 /**
  * Completions no workflow announced. An image action's render charges and completes the action itself, so a render
  * still running when an operator terminated its workflow may complete it afterwards, with no workflow left to send
@@ -94,7 +97,6 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
  * outcome: never twice). Answers how many.
  */
 export async function announceUnannouncedCompletions(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  const events = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, eventFor(type, 'completed')])));
   const rows = await sqlRows<Owned>(db.manager,
     `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
@@ -103,19 +105,13 @@ export async function announceUnannouncedCompletions(db: DataSource, client: Cli
         AND (a.webhook_url IS NOT NULL OR EXISTS (
               SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active AND ($2::jsonb ->> a.type) = ANY(w.events)
                  AND w.created_at <= a.completed_at))
-      ORDER BY a.id LIMIT 100`, [config.graceSeconds, events]);
+      ORDER BY a.id LIMIT 100`, [config.graceSeconds, COMPLETION_EVENTS]);
   return countMoved(rows, 'announcing a completion', async (row) => {
     // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
     // since is not sent events of earlier actions).
     const state = await workflowState(client, ownerOf(row));
     if (state.kind === 'running' || (state.kind === 'closed' && state.status === 'COMPLETED')) return false;
-    await startOnce(client, 'announcementWorkflow', {
-      taskQueue: config.taskQueue,
-      workflowId: announcementWorkflowId(row.action_id, 'completed'),
-      args: [{ actionId: row.action_id, outcome: 'completed' }],
-      staticSummary: `completion event of action ${row.action_id} (its workflow ended without sending it)`,
-      typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.actionId, value: row.action_id }],
-    });
+    await startAnnouncement(client, config.taskQueue, row.action_id, 'completed', 'its workflow ended without sending it');
     log.warn('announced a completion its workflow did not', { actionId: row.action_id, jobId: row.job_id });
     return true;
   });
@@ -148,17 +144,23 @@ async function finishJobAsItsAction(db: DataSource, jobId: string): Promise<bool
   return rows.length > 0;
 }
 
-async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {
+/** Starts the announcement workflow of an action's outcome: one per action and outcome, however often asked. */
+async function startAnnouncement(client: Client, taskQueue: string, actionId: number, outcome: 'completed' | 'failed', why: string): Promise<void> {
   await startOnce(client, 'announcementWorkflow', {
     taskQueue,
-    workflowId: announcementWorkflowId(actionId, 'failed'),
-    args: [{ actionId, outcome: 'failed' }],
-    staticSummary: `failure event of action ${actionId} (closed by the reconciler)`,
+    workflowId: announcementWorkflowId(actionId, outcome),
+    args: [{ actionId, outcome }],
+    staticSummary: `${outcome === 'completed' ? 'completion' : 'failure'} event of action ${actionId} (${why})`,
     typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.actionId, value: actionId }],
-  }).catch((err) => log.error('could not start the failure announcement', { actionId, error: String(err) }));
+  });
 }
 
-/** One pass of both; logs instead of throwing, so the timer keeps going. */
+async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {
+  await startAnnouncement(client, taskQueue, actionId, 'failed', 'closed by the reconciler')
+    .catch((err) => log.error('could not start the failure announcement', { actionId, error: String(err) }));
+}
+
+/** One pass of each; logs instead of throwing, so the timer keeps going. */
 export async function reconcile(db: DataSource, client: Client, config: ReconcileConfig): Promise<void> {
   try {
     await settleStarts(db, client, config.startGraceSeconds ?? 30);

@@ -8,13 +8,12 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
-import { Client as PgClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import { Cluster, portsAreFree, startCluster, temporalServerPorts } from '../../src/cluster/cluster';
 import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
-import { resetDatabase } from '../support/environment';
+import { dropTemporalDatabases, resetDatabase } from '../support/environment';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 
 const V2 = '/api/v2';
@@ -24,20 +23,6 @@ const APP_DATABASE_URL = process.env.TEST_CLUSTER_DATABASE_URL ?? 'postgres://po
 const TEMPORAL_DATABASE_URL = process.env.TEST_CLUSTER_TEMPORAL_DATABASE_URL
   ?? 'postgres://postgres@127.0.0.1:5432/temporal_cluster_test?sslmode=require&uselibpqcompat=true';
 const RATE_LIMIT = 40;
-
-/** A fresh Temporal database pair: the server's schema is set up from nothing on every run. */
-async function dropTemporalDatabases(url: string): Promise<void> {
-  const admin = new URL(url);
-  const name = decodeURIComponent(admin.pathname.slice(1));
-  admin.pathname = '/postgres';
-  const client = new PgClient({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    for (const db of [name, `${name}_visibility`]) await client.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
-}
 
 /** A frontend port whose whole Temporal layout, and `count` API ports, are free. */
 async function freeLayout(apis: number): Promise<{ temporalPort: number; apiPort: number; s3Port: number }> {

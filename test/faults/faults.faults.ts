@@ -92,9 +92,7 @@ for (const kind of ['dev', 'server'] as const) {
       const ids = await generate(call, 6);
       await eventually(() => processing(ids), (n) => n > 0, 60_000);
       const t0 = Date.now();
-      await stack.workers[0].kill('SIGKILL');
-      stack.workers.shift();
-      await stack.startWorker();
+      await stack.replaceWorker();
       await record('worker SIGKILL mid-render', ids.length, await settle(ids), t0);
     });
 
@@ -106,9 +104,7 @@ for (const kind of ['dev', 'server'] as const) {
       assert.equal(created.status, 200, JSON.stringify(created.body));
       await eventually(async () => runway.tasks.slice(tasksBefore).find((t) => t.polls > 0), Boolean, 60_000);
       const t0 = Date.now();
-      await stack.workers[0].kill('SIGKILL');
-      stack.workers.shift();
-      await stack.startWorker();
+      await stack.replaceWorker();
       const lost = await settle([created.body.action_id]);
       assert.equal(runway.tasks.length - tasksBefore, 1, 'one submit to Runway');
       await record('worker SIGKILL mid-Runway-poll', 1, lost, t0);
@@ -202,10 +198,8 @@ for (const kind of ['dev', 'server'] as const) {
         const lost = await settle(ids);
         await eventually(async () => receiver.requests.length, (n) => n > 0, 60_000);
         const t0 = Date.now();
-        await stack.workers[0].kill('SIGKILL');
-        stack.workers.shift();
         hang = false;
-        await stack.startWorker();
+        await stack.replaceWorker();
         const deliveries = () => stack.db.query('SELECT status, attempts, max_attempts FROM webhook_deliveries WHERE action_id = ANY($1)', [ids]);
         const done = await eventually(deliveries, (rows) => rows.length === ids.length && rows.every((d: { status: string }) => d.status === 'succeeded'), 120_000, 200);
         assert.ok(done.every((d: { attempts: number; max_attempts: number }) => d.attempts <= d.max_attempts), JSON.stringify(done));

@@ -9,7 +9,6 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { Client as PgClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import { portsAreFree, temporalServerPorts } from '../../src/cluster/cluster';
 import { ServiceProcess, startServiceProcess } from '../../src/cluster/service-process';
@@ -17,7 +16,7 @@ import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { freePort, startDevServer } from '../../src/temporal/dev-server';
 import { startTemporalServer } from '../../src/temporal/server';
-import { resetDatabase } from '../support/environment';
+import { dropTemporalDatabases, resetDatabase } from '../support/environment';
 import { OwnPostgres, startOwnPostgres } from './postgres';
 
 export type BackendKind = 'dev' | 'server';
@@ -31,18 +30,6 @@ export interface Backend {
 }
 
 const TEMPORAL_DATABASE_URL = process.env.TEST_FAULTS_TEMPORAL_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/temporal_faults_test';
-
-async function dropDatabases(url: string, names: string[]): Promise<void> {
-  const admin = new URL(url);
-  admin.pathname = '/postgres';
-  const client = new PgClient({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    for (const name of names) await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
-}
 
 async function startBackend(kind: BackendKind, dir: string): Promise<Backend> {
   const { toolsDir, temporalCliPath } = loadConfig();
@@ -58,8 +45,7 @@ async function startBackend(kind: BackendKind, dir: string): Promise<Backend> {
       return dev.address;
     };
   } else {
-    const name = decodeURIComponent(new URL(TEMPORAL_DATABASE_URL).pathname.slice(1));
-    await dropDatabases(TEMPORAL_DATABASE_URL, [name, `${name}_visibility`]);
+    await dropTemporalDatabases(TEMPORAL_DATABASE_URL);
     let portBase = 0;
     do portBase = 10_000 + Math.floor(Math.random() * 20_000); while (!(await portsAreFree(temporalServerPorts(portBase))));
     start = async () => {
@@ -95,6 +81,8 @@ export interface FaultStack {
   workers: ServiceProcess[];
   /** Starts one more worker process. */
   startWorker(): Promise<ServiceProcess>;
+  /** Kills the oldest worker process with SIGKILL (a crash: nothing drains) and starts a new one. */
+  replaceWorker(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -138,6 +126,10 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string, extr
     stops.push(() => connection.close());
     return {
       backend, postgres, apiUrl: `http://127.0.0.1:${port}`, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, workers, startWorker,
+      async replaceWorker() {
+        await workers.shift()!.kill('SIGKILL');
+        await startWorker();
+      },
       async stop() {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);
       },

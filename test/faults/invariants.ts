@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { actionWorkflowId } from '../../src/temporal/contract';
 import { workflowState } from '../../src/temporal/workflow-state';
+import { moneyOf } from '../support/fixtures';
 
 export interface Checked {
   violations: string[];
@@ -17,11 +18,7 @@ export interface Checked {
 
 export async function checkInvariants(db: DataSource, temporal: Client, assetsDir: string, accountIds: number[]): Promise<Checked> {
   const violations: string[] = [];
-  const accounts = await db.query(
-    `SELECT a.id, a.balance, a.held,
-            (SELECT COALESCE(SUM(amount), 0)::int FROM spark_ledger WHERE account_id = a.id) AS ledger,
-            (SELECT COALESCE(SUM(amount), 0)::int FROM spark_holds WHERE account_id = a.id AND status = 'held') AS open_holds
-       FROM accounts a WHERE a.id = ANY($1)`, [accountIds]);
+  const accounts = await moneyOf(db, accountIds);
   for (const a of accounts) {
     if (a.balance !== a.ledger) violations.push(`account ${a.id}: balance ${a.balance} is not grants - charges ${a.ledger}`);
     if (a.held !== a.open_holds) violations.push(`account ${a.id}: held ${a.held} is not the sum of open holds ${a.open_holds}`);

@@ -47,6 +47,23 @@ export async function resetDatabase(url: string): Promise<void> {
   await db.destroy();
 }
 
+/**
+ * Drops the Temporal server's database named by `url` and its visibility database (`<name>_visibility`), so that
+ * the server's schema is set up from nothing on its next start.
+ */
+export async function dropTemporalDatabases(url: string): Promise<void> {
+  const admin = new URL(url);
+  const name = decodeURIComponent(admin.pathname.slice(1));
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    for (const db of [name, `${name}_visibility`]) await client.query(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
 async function startTestS3(toolsDir: string): Promise<TestEnvironment['s3']> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'imagery-test-s3-'));
   const credentials = { accessKey: 'imagery-test', secretKey: randomBytes(20).toString('hex'), bucket: 'imagery-test' };

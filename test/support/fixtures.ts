@@ -64,12 +64,17 @@ export function apiClient(baseUrl: string, apiKey?: string) {
 export const V1 = '/api/v1/public';
 
 /** The money invariants: balance equals the ledger, `held` equals the open holds, nothing negative. */
-export async function assertMoneyConsistent(db: DataSource, accountId: number): Promise<{ balance: number; held: number }> {
-  const [row] = await db.query(
-    `SELECT a.balance, a.held,
+/** Each account's balance and held, beside what its ledger and its open holds say they must be. */
+export async function moneyOf(db: DataSource, accountIds: number[]): Promise<{ id: number; balance: number; held: number; ledger: number; open_holds: number }[]> {
+  return db.query(
+    `SELECT a.id, a.balance, a.held,
             (SELECT COALESCE(SUM(amount), 0)::int FROM spark_ledger WHERE account_id = a.id) AS ledger,
             (SELECT COALESCE(SUM(amount), 0)::int FROM spark_holds WHERE account_id = a.id AND status = 'held') AS open_holds
-       FROM accounts a WHERE a.id = $1`, [accountId]);
+       FROM accounts a WHERE a.id = ANY($1) ORDER BY a.id`, [accountIds]);
+}
+
+export async function assertMoneyConsistent(db: DataSource, accountId: number): Promise<{ balance: number; held: number }> {
+  const [row] = await moneyOf(db, [accountId]);
   assert.equal(row.balance, row.ledger, 'balance equals the sum of the ledger');
   assert.equal(row.held, row.open_holds, 'held equals the sum of open holds');
   assert.ok(row.held >= 0 && row.held <= row.balance, 'holds are covered by the balance');
