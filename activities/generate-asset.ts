@@ -15,11 +15,14 @@ import type { ActionEnd } from '../src/domain/action-states';
 import { completeRendered, recordedEnd, startAction } from './action-lifecycle';
 import type { ActivityDeps } from './deps';
 
-/** Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout. */
-async function heartbeating<T>(work: Promise<T>): Promise<T> {
+/**
+ * Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout.
+ * `details` go with every heartbeat (each heartbeat replaces the last one's details), for a retry to read.
+ */
+async function heartbeating<T>(work: Promise<T>, details?: RenderProgress): Promise<T> {
   const ctx = Context.current();
-  ctx.heartbeat();
-  const timer = setInterval(() => ctx.heartbeat(), 2_000);
+  ctx.heartbeat(details);
+  const timer = setInterval(() => ctx.heartbeat(details), 2_000);
   try {
     return await work;
   } finally {
@@ -32,11 +35,11 @@ async function heartbeating<T>(work: Promise<T>): Promise<T> {
  * step waiting on a lock must not look like a dead worker), waiting 1 s, then twice as long each time up to 30 s,
  * as the bookkeeping steps' retry policy does. Other errors fail the attempt; a cancel request stops the waiting.
  */
-async function untilDatabaseAnswers<T>(step: () => Promise<T>): Promise<T> {
+async function untilDatabaseAnswers<T>(step: () => Promise<T>, details?: RenderProgress): Promise<T> {
   const ctx = Context.current();
   for (let waitMs = 1000; ; waitMs = Math.min(waitMs * 2, 30_000)) {
     try {
-      return await heartbeating(step());
+      return await heartbeating(step(), details);
     } catch (err) {
       if (!databaseAway(err)) throw err;
       ctx.log.warn('the database did not answer; trying again', { error: String(err), inMs: waitMs });
@@ -69,6 +72,9 @@ function renderedVideo(progress: VideoProgress): RenderedAsset {
   if (progress.state === 'done') return progress.asset;
   throw new ProviderError(`The video provider answered with a task (${progress.taskId}) where a finished video was expected`, 'unexpected_task', false);
 }
+
+/** What a `renderAction` attempt has done, in its heartbeats: the stored result, once there is one. */
+interface RenderProgress { assetPath: string }
 
 /** How an image action's render ended; `endedElsewhere`: a failure recorded before it began, not this workflow's to announce. */
 export type RenderEnd = ActionEnd & { endedElsewhere?: true };
@@ -187,21 +193,26 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      * how it ended, as recorded. The answer after a render is also the recorded ending: a cancel or another attempt
      * may have closed the action first. A cancel request that reaches the render before its last step stops it
      * there. The two transactions are retried, heartbeating, until the database answers: an outage after a render
-     * does not throw the render away.
+     * does not throw the render away, and neither does a lost worker: the stored result's key goes with every
+     * heartbeat after the store, and a retry that finds it charges that result instead of rendering another.
      */
     async renderAction(actionId: number): Promise<RenderEnd> {
+      const ctx = Context.current();
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
       const closed = await untilDatabaseAnswers(() => db.transaction(async (m) => ((await startAction(m, actionId)) === 'started' ? undefined : recordedEnd(m, actionId))));
       // Failed before this render began: by the API (a start it abandoned, never accepted) or the reconciler, which
       // announce for themselves, or not at all.
       if (closed) return closed.status === 'failed' ? { ...closed, endedElsewhere: true } : closed;
-      const assetPath = await renderAndStore(action);
-      const ctx = Context.current();
+      // An earlier attempt that stored its result and then lost its worker (or its answer) left the result's key in
+      // its heartbeats: that result is charged, not a second one rendered.
+      const stored = (ctx.info.heartbeatDetails as RenderProgress | undefined)?.assetPath;
+      const progress: RenderProgress = { assetPath: stored ?? await renderAndStore(action) };
       if (ctx.cancellationDetails?.cancelRequested) throw ctx.cancellationSignal.reason;
+      ctx.heartbeat(progress);
       return untilDatabaseAnswers(() => db.transaction(async (m) => {
-        await completeRendered(m, actionId, assetPath);
+        await completeRendered(m, actionId, progress.assetPath);
         return recordedEnd(m, actionId);
-      }));
+      }), progress);
     },
   };
 }

@@ -11,6 +11,7 @@ import { Funnels1732300000010 } from './1732300000010-Funnels';
 import { HoldsReservedAtCommit1732300000011 } from './1732300000011-HoldsReservedAtCommit';
 import { RetentionIndexes1732300000012 } from './1732300000012-RetentionIndexes';
 import { CompletedActionsIndex1732300000013 } from './1732300000013-CompletedActionsIndex';
+import { ReconcilerIndexes1732300000014 } from './1732300000014-ReconcilerIndexes';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -23,4 +24,5 @@ export const migrations = [
   HoldsReservedAtCommit1732300000011,
   RetentionIndexes1732300000012,
   CompletedActionsIndex1732300000013,
+  ReconcilerIndexes1732300000014,
 ];

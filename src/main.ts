@@ -67,7 +67,9 @@ async function main(mode: Mode): Promise<void> {
     workerRun = Promise.all(workers.map((w) => w.run()));
     if (servesMain) {
       // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
-      const reconcilePass = () => void reconcile(db, temporal, { taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds });
+      const reconcilePass = () => void reconcile(db, temporal, {
+        taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds, webhookRetryInitialMs: config.webhookRetryInitialMs,
+      });
       reconcilePass();
       setInterval(reconcilePass, 60_000).unref();
       // Retention (expired records, unreferenced inputs): a Temporal schedule, one run per interval for the deployment.

@@ -1,12 +1,12 @@
 /**
  * Registered webhooks: create (the secret is shown once), list, delete, and the delivery log with redelivery.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Context } from 'koa';
 import { sqlRow, sqlRows } from '../../src/db/sql';
 import { MAX_WEBHOOKS, newWebhookSecret, REGISTERED_ATTEMPTS, WEBHOOK_EVENTS } from '../../src/domain/webhooks';
 import { OutboundRefused } from '../../src/net/outbound';
-import { deliveryWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
+import { startDeliveryWorkflow } from '../../src/temporal/deliveries';
 import { AppError, forbidden, notFound, ValidationFailed } from '../errors';
 import type { Route } from '../route';
 import type { ApiServices, Caller } from '../services';
@@ -180,16 +180,9 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
         }
         const { previous_status: previousStatus, ...answer } = delivery;
         try {
-          await temporal.workflow.start('webhookDeliveryWorkflow', {
-            taskQueue: config.taskQueue,
-            workflowId: deliveryWorkflowId(delivery.id),
-            args: [{ deliveryId: delivery.id, maxAttempts: REGISTERED_ATTEMPTS, retryInitialMs: config.webhookRetryInitialMs }],
-            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-            typedSearchAttributes: [
-              { key: SEARCH_ATTRIBUTES.actionId, value: delivery.action_id },
-              { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
-            ],
-            staticSummary: `${delivery.event} → registered webhook (redelivery)`,
+          await startDeliveryWorkflow(temporal, config.taskQueue, {
+            deliveryId: delivery.id, actionId: delivery.action_id, event: delivery.event, maxAttempts: REGISTERED_ATTEMPTS,
+            retryInitialMs: config.webhookRetryInitialMs, summary: `${delivery.event} → registered webhook (redelivery)`,
           });
         } catch (err) {
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

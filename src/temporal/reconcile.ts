@@ -9,8 +9,10 @@
  * - Lost workflows: an open action (or live v2 job) whose workflow was terminated or reset away by an operator,
  *   or is gone, past the grace period: the hold is released and the action (and job) failed in one transaction,
  *   the failure event is sent, and it is logged.
- * - Unannounced completions: a completed action whose workflow ended without sending its completion event (see
- *   announceUnannouncedCompletions) gets it sent.
+ * - Unannounced outcomes: a completed or failed action whose workflow ended without sending its event (see
+ *   announceUnannouncedOutcomes) gets it sent.
+ * - Lost deliveries: a pending webhook delivery whose workflow an operator terminated is closed as failed (the
+ *   integrator may redeliver it); one whose workflow never started is started (see settleLostDeliveries).
  */
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
@@ -19,7 +21,8 @@ import { sqlRows } from '../db/sql';
 import { ACTION_TYPES } from '../db/entities/action';
 import { eventFor } from '../domain/webhooks';
 import { log } from '../log';
-import { actionWorkflowId, announcementWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from './contract';
+import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from './contract';
+import { startDeliveryWorkflow } from './deliveries';
 import { startOnce } from './start-action';
 import { lostWorkflowMessage, workflowState } from './workflow-state';
 
@@ -29,6 +32,8 @@ export interface ReconcileConfig {
   graceSeconds: number;
   /** How long a start may stay in flight before the reconciler settles it. */
   startGraceSeconds?: number;
+  /** The first retry interval of a delivery the reconciler starts. */
+  webhookRetryInitialMs: number;
 }
 
 interface Owned { action_id: number; status: string; job_id: string | null; job_status: string | null }
@@ -85,36 +90,78 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
   });
 }
 
-/** Each action type's completion event, as JSON for the query below. */
-const COMPLETION_EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, eventFor(type, 'completed')])));
+/** Each action type's events by outcome, as JSON for the query below: `{"photo": {"completed": ..., "failed": ...}}`. */
+const EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, { completed: eventFor(type, 'completed'), failed: eventFor(type, 'failed') }])));
 
 /**
- * Completions no workflow announced. An image action's render charges and completes the action itself, so a render
+ * Outcomes no workflow announced. An image action's render charges and completes the action itself, so a render
  * still running when an operator terminated its workflow may complete it afterwards, with no workflow left to send
- * its completion event (so may any workflow terminated between its charge and its announcement). Past the grace
- * period and within a day, a completed action with a subscriber of its event and no delivery of it, whose workflow
- * ended without completing (terminated, timed out) or is gone, gets an announcement workflow (one per action and
- * outcome: never twice). Answers how many.
+ * its completion event (so may any workflow terminated between its charge and its announcement); and the failure
+ * the reconciler itself records is announced by a workflow it starts, which a failed start leaves unsent. Past the
+ * grace period and within a day, a completed or failed action that was accepted (`started`), with a subscriber of
+ * its event and no delivery of it, whose workflow ended without completing (terminated, timed out) or is gone, gets
+ * an announcement workflow (one per action and outcome: never twice). Answers how many.
  */
-export async function announceUnannouncedCompletions(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  const rows = await sqlRows<Owned>(db.manager,
+export async function announceUnannouncedOutcomes(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  const rows = await sqlRows<Owned & { event: string }>(db.manager,
     `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
-      WHERE a.status = 'completed' AND a.completed_at < now() - make_interval(secs => $1) AND a.completed_at > now() - interval '1 day'
-        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb ->> a.type)
+      WHERE a.status IN ('completed', 'failed') AND a.start_state = 'started'
+        AND a.completed_at < now() - make_interval(secs => $1) AND a.completed_at > now() - interval '1 day'
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb -> a.type ->> a.status)
         AND (a.webhook_url IS NOT NULL OR EXISTS (
-              SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active AND ($2::jsonb ->> a.type) = ANY(w.events)
-                 AND w.created_at <= a.completed_at))
-      ORDER BY a.id LIMIT 100`, [config.graceSeconds, COMPLETION_EVENTS]);
-  return countMoved(rows, 'announcing a completion', async (row) => {
+              SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active
+                 AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at))
+      ORDER BY a.id LIMIT 100`, [config.graceSeconds, EVENTS]);
+  return countMoved(rows, 'announcing an outcome', async (row) => {
     // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
     // since is not sent events of earlier actions).
     const state = await workflowState(client, ownerOf(row));
     if (state.kind === 'running' || (state.kind === 'closed' && state.status === 'COMPLETED')) return false;
-    await startAnnouncement(client, config.taskQueue, row.action_id, 'completed', 'its workflow ended without sending it');
-    log.warn('announced a completion its workflow did not', { actionId: row.action_id, jobId: row.job_id });
+    const outcome = row.status as 'completed' | 'failed';
+    await startAnnouncement(client, config.taskQueue, row.action_id, outcome, 'its workflow ended without sending it');
+    log.warn('announced an outcome its workflow did not', { actionId: row.action_id, jobId: row.job_id, outcome });
     return true;
   });
+}
+
+interface PendingDelivery { id: string; action_id: number; event: string; max_attempts: number; webhook_id: string | null }
+
+/**
+ * Pending deliveries (past the grace period, within a day) whose workflow is not running. One that an operator
+ * terminated, or that ended otherwise without recording an outcome, is closed as failed, so that it does not show
+ * `pending` forever and the integrator may redeliver it; one whose workflow never started (its start failed) is
+ * started with its attempts. Answers how many moved.
+ */
+export async function settleLostDeliveries(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  const rows = await sqlRows<PendingDelivery>(db.manager,
+    `SELECT id, action_id, event, max_attempts, webhook_id FROM webhook_deliveries
+      WHERE status = 'pending' AND updated_at < now() - make_interval(secs => $1) AND created_at > now() - interval '1 day'
+      ORDER BY created_at LIMIT 100`, [config.graceSeconds]);
+  let moved = 0;
+  for (const delivery of rows) {
+    try {
+      const state = await workflowState(client, deliveryWorkflowId(delivery.id));
+      if (state.kind === 'running') continue;
+      if (state.kind === 'missing') {
+        await startDeliveryWorkflow(client, config.taskQueue, {
+          deliveryId: delivery.id, actionId: delivery.action_id, event: delivery.event, maxAttempts: delivery.max_attempts,
+          retryInitialMs: config.webhookRetryInitialMs, summary: `${delivery.event} (started by the reconciler)`,
+        });
+        log.warn('started a delivery whose workflow never started', { deliveryId: delivery.id, actionId: delivery.action_id });
+      } else {
+        const closed = await sqlRows(db.manager,
+          `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now() WHERE id = $1 AND status = 'pending' RETURNING id`,
+          [delivery.id, `Delivery stopped: its workflow ended (${state.status.toLowerCase().replace(/_/g, ' ')})`]);
+        if (closed.length === 0) continue;
+        log.warn('closed a delivery whose workflow stopped without an outcome', { deliveryId: delivery.id, workflow: state.status });
+      }
+      moved++;
+    } catch (err) {
+      log.error('reconciler: settling a delivery failed', { deliveryId: delivery.id, error: String(err) });
+    }
+  }
+  return moved;
 }
 
 /** Runs `step` for each row; one row's failure is logged and does not stop the others. Answers how many moved. */
@@ -155,9 +202,10 @@ async function startAnnouncement(client: Client, taskQueue: string, actionId: nu
   });
 }
 
+/** A failure announcement that cannot be started now is started by the next pass of announceUnannouncedOutcomes. */
 async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {
   await startAnnouncement(client, taskQueue, actionId, 'failed', 'closed by the reconciler')
-    .catch((err) => log.error('could not start the failure announcement', { actionId, error: String(err) }));
+    .catch((err) => log.warn('could not start the failure announcement; the next pass will', { actionId, error: String(err) }));
 }
 
 /** One pass of each; logs instead of throwing, so the timer keeps going. */
@@ -165,7 +213,8 @@ export async function reconcile(db: DataSource, client: Client, config: Reconcil
   try {
     await settleStarts(db, client, config.startGraceSeconds ?? 30);
     await reconcileLostWorkflows(db, client, config);
-    await announceUnannouncedCompletions(db, client, config);
+    await announceUnannouncedOutcomes(db, client, config);
+    await settleLostDeliveries(db, client, config);
   } catch (err) {
     log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
   }

@@ -7,6 +7,7 @@ import { ActivityCancellationDetails } from '@temporalio/common';
 import sharp from 'sharp';
 import type { DataSource } from 'typeorm';
 import { Activities, createActivities } from '../../activities';
+import type { RenderEnd } from '../../activities/generate-asset';
 import { openDatabase } from '../../src/db/data-source';
 import { readBalance } from '../../src/domain/billing';
 import { allFrom } from '../../src/providers';
@@ -158,6 +159,30 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
       assert.deepEqual(await run('renderAction', actionId), end);
       assert.deepEqual(await readBalance(db, accountId), { balance: 5, holds: 0, available: 5 });
       await assertMoneyConsistent(db, accountId);
+    });
+
+    it('renderAction heartbeats its stored result; a retry after a lost worker charges that result, rendering nothing', async () => {
+      const { accountId } = await newAccount(db, 10);
+      const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+      const key = `results/${actionId}/rendered-by-the-lost-attempt.jpg`;
+      await store.put(key, Buffer.from(await jpegBase64(64, 64), 'base64'));
+      // The first attempt stored `key` and heartbeated it, then its worker died before the charge committed.
+      const retry = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { assetPath: key } }, { logger: quietLogger });
+      const heartbeats: unknown[] = [];
+      retry.on('heartbeat', (details: unknown) => heartbeats.push(details));
+      assert.deepEqual(await retry.run(activities.renderAction, actionId), { status: 'completed', assetPath: key });
+      assert.deepEqual((await actionRow(actionId)).asset_path, key);
+      assert.deepEqual(await readBalance(db, accountId), { balance: 5, holds: 0, available: 5 });
+      assert.deepEqual(heartbeats.at(-1), { assetPath: key }, 'the result goes on with the heartbeats while it is charged');
+      await assertMoneyConsistent(db, accountId);
+
+      const fresh = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+      const first = new MockActivityEnvironment(undefined, { logger: quietLogger });
+      const sent: unknown[] = [];
+      first.on('heartbeat', (details: unknown) => sent.push(details));
+      const end: RenderEnd = await first.run(activities.renderAction, fresh);
+      assert.equal(end.status, 'completed');
+      assert.deepEqual(sent.at(-1), { assetPath: (end as { assetPath: string }).assetPath }, 'the stored key is heartbeated before the charge');
     });
 
     it('renderAction renders nothing for an action cancelled before it started', async () => {

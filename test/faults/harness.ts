@@ -1,6 +1,6 @@
 /**
  * The fault suite's topology, on either Temporal backend: the backend (the dev server on its SQLite file, or the
- * Temporal server on Postgres), one API process and worker processes, each its own OS process started from the
+ * Temporal server on Postgres), two API processes and worker processes, each its own OS process started from the
  * build, sharing a Postgres server of the suite's own and one asset folder. The backend and that Postgres can be
  * stopped and started again on the same state.
  */
@@ -74,15 +74,20 @@ export interface FaultStack {
   backend: Backend;
   /** The service's own database server (the Temporal server keeps its state on the machine's Postgres). */
   postgres: OwnPostgres;
+  /** The first API process; `apiUrls` has both. */
   apiUrl: string;
+  apiUrls: string[];
   db: DataSource;
   temporal: Client;
   assetsDir: string;
   workers: ServiceProcess[];
   /** Starts one more worker process. */
   startWorker(): Promise<ServiceProcess>;
-  /** Kills the oldest worker process with SIGKILL (a crash: nothing drains) and starts a new one. */
-  replaceWorker(): Promise<void>;
+  /**
+   * Kills the oldest worker process with SIGKILL (a crash: nothing drains) and starts a new one; `meanwhile` runs
+   * between the two.
+   */
+  replaceWorker(meanwhile?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -100,7 +105,6 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string, extr
     const backend = await startBackend(kind, dir);
     stops.push(() => backend.stop());
     const assetsDir = path.join(dir, 'assets');
-    const port = await freePort();
     const env: Record<string, string> = {
       DATABASE_URL: APP_DATABASE_URL, TEMPORAL_ADDRESS: backend.address, TEMPORAL_TASK_QUEUE: taskQueue,
       ASSET_STORE: 'file', ASSETS_DIR: assetsDir, ASSET_SIGNING_SECRET: randomBytes(32).toString('hex'), SECRETS_KEY: randomBytes(32).toString('hex'),
@@ -108,9 +112,14 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string, extr
       WEBHOOK_RETRY_INITIAL_MS: '500', ...extraEnv,
     };
     const logs = path.join(dir, 'logs');
-    const api = await startServiceProcess('api', { ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, DATA_DIR: path.join(dir, 'api') },
-      { logFile: path.join(logs, 'api.log') });
-    stops.push(() => api.stop());
+    const apiUrls: string[] = [];
+    for (const n of [1, 2]) {
+      const port = await freePort();
+      const api = await startServiceProcess('api', { ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, DATA_DIR: path.join(dir, `api-${n}`) },
+        { logFile: path.join(logs, `api-${n}.log`) });
+      stops.push(() => api.stop());
+      apiUrls.push(`http://127.0.0.1:${port}`);
+    }
     const workers: ServiceProcess[] = [];
     const startWorker = async () => {
       const n = workers.length + 1;
@@ -125,9 +134,10 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string, extr
     const connection = await Connection.connect({ address: backend.address });
     stops.push(() => connection.close());
     return {
-      backend, postgres, apiUrl: `http://127.0.0.1:${port}`, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, workers, startWorker,
-      async replaceWorker() {
+      backend, postgres, apiUrl: apiUrls[0], apiUrls, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, workers, startWorker,
+      async replaceWorker(meanwhile) {
         await workers.shift()!.kill('SIGKILL');
+        await meanwhile?.();
         await startWorker();
       },
       async stop() {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { settleHold } from '../../src/domain/billing';
-import { abandonStart, closeAction } from '../../src/domain/action-states';
+import { abandonStart, closeAction, releaseAndClose } from '../../src/domain/action-states';
 import { LocalRenderer } from '../../src/providers/local-renderer';
-import { actionWorkflowId, announcementWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
-import { announceUnannouncedCompletions, reconcileLostWorkflows, settleStarts } from '../../src/temporal/reconcile';
+import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { announceUnannouncedOutcomes, reconcileLostWorkflows, settleLostDeliveries, settleStarts } from '../../src/temporal/reconcile';
 import { completeRendered } from '../../activities/action-lifecycle';
 import { startActionWorkflow } from '../../src/temporal/start-action';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
@@ -35,7 +35,8 @@ describe('reconciler and honest cancels', function () {
 
   const photo = (extra: object = {}) => ({ images: [{ data: image }], product_name: 'Lamp', category_id: 'home', ...extra });
   const terminate = (workflowId: string) => stack.temporal.workflow.getHandle(workflowId).terminate('operator pressed Terminate');
-  const reconcileNow = () => reconcileLostWorkflows(stack.db, stack.temporal, { taskQueue: stack.taskQueue, graceSeconds: 0 });
+  const passConfig = () => ({ taskQueue: stack.taskQueue, graceSeconds: 0, webhookRetryInitialMs: 200 });
+  const reconcileNow = () => reconcileLostWorkflows(stack.db, stack.temporal, passConfig());
   const actionRow = async (id: number) => (await stack.db.query('SELECT status, error_message, start_state FROM actions WHERE id = $1', [id]))[0];
   const jobRow = async (id: string) => (await stack.db.query('SELECT status, phase, retryable, error_code FROM jobs WHERE id = $1', [id]))[0];
 
@@ -84,7 +85,7 @@ describe('reconciler and honest cancels', function () {
     assert.equal(await stack.db.transaction((m) => completeRendered(m, actionId, `results/${actionId}/done.jpg`)), 'completed');
     assert.equal(await reconcileNow(), 0, 'a completed action is not failed');
 
-    const announce = () => announceUnannouncedCompletions(stack.db, stack.temporal, { taskQueue: stack.taskQueue, graceSeconds: 0 });
+    const announce = () => announceUnannouncedOutcomes(stack.db, stack.temporal, passConfig());
     assert.ok((await announce()) >= 1);
     await stack.temporal.workflow.getHandle(announcementWorkflowId(actionId, 'completed')).result();
     const hooks = await eventually(async () => receiver.requests.filter((r) => r.path === `/completed/${accountId}`), (r) => r.length === 1);
@@ -94,6 +95,61 @@ describe('reconciler and honest cancels', function () {
     assert.equal(n, 1);
     assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 15, available: 15, holds: 0 });
     await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('sends the failure event of an action the reconciler failed but could not announce (the next pass does), once', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const actionId = await processingAction(call, { webhook_url: `${receiver.url}/unannounced-failure/${accountId}` });
+    await terminate(actionWorkflowId(actionId));
+    // The lost-workflow pass's transaction, whose announcement could not be started (Temporal away at that moment).
+    await stack.db.transaction((m) => releaseAndClose(m, actionId, 'failed', 'Processing was stopped by an operator', { errorCode: 'workflow_lost', retryable: true }));
+
+    const announce = () => announceUnannouncedOutcomes(stack.db, stack.temporal, passConfig());
+    assert.ok((await announce()) >= 1);
+    await stack.temporal.workflow.getHandle(announcementWorkflowId(actionId, 'failed')).result();
+    const hooks = await eventually(async () => receiver.requests.filter((r) => r.path === `/unannounced-failure/${accountId}`), (r) => r.length === 1);
+    assert.equal(hooks[0].headers['x-service-event'], 'generation.failed');
+    await announce();
+    const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE action_id = $1', [actionId]);
+    assert.equal(n, 1, 'announced once');
+    await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('closes a pending delivery whose workflow an operator terminated (failed, redeliverable), and starts one whose workflow never started', async () => {
+    const hanging = await startHttpsServer(() => undefined); // answers nothing: the attempt waits
+    try {
+      const { accountId, apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const hook = await call('POST', `${V1}/webhooks`, { url: `${hanging.url}/hang`, events: ['generation.failed'] });
+      assert.equal(hook.status, 201, JSON.stringify(hook.body));
+      const actionId = await processingAction(call);
+      await terminate(actionWorkflowId(actionId));
+      await reconcileNow(); // fails it and announces the failure to the hanging receiver
+      const [delivery] = await eventually(() => stack.db.query('SELECT id FROM webhook_deliveries WHERE action_id = $1', [actionId]), (rows) => rows.length === 1);
+      await eventually(async () => hanging.requests.length, (n) => n > 0);
+      await terminate(deliveryWorkflowId(delivery.id));
+
+      // A delivery planned whose workflow start was lost: an ad-hoc one to the answering receiver.
+      const [orphan] = await stack.db.query(
+        `INSERT INTO webhook_deliveries (account_id, action_id, event, url, max_attempts) VALUES ($1, $2, 'generation.failed', $3, 3) RETURNING id`,
+        [accountId, actionId, `${receiver.url}/orphan/${accountId}`]);
+
+      assert.ok((await settleLostDeliveries(stack.db, stack.temporal, passConfig())) >= 2);
+      const [closed] = await stack.db.query('SELECT status, last_error FROM webhook_deliveries WHERE id = $1', [delivery.id]);
+      assert.deepEqual(closed, { status: 'failed', last_error: 'Delivery stopped: its workflow ended (terminated)' });
+      await stack.temporal.workflow.getHandle(deliveryWorkflowId(orphan.id)).result();
+      const [sent] = await stack.db.query('SELECT status, attempts FROM webhook_deliveries WHERE id = $1', [orphan.id]);
+      assert.deepEqual(sent, { status: 'succeeded', attempts: 1 });
+      assert.equal(receiver.requests.filter((r) => r.path === `/orphan/${accountId}`).length, 1);
+
+      assert.equal(await settleLostDeliveries(stack.db, stack.temporal, passConfig()), 0, 'a second pass finds nothing');
+      const redelivery = await call('POST', `${V1}/webhooks/${hook.body.id}/deliveries/${delivery.id}/redeliver`);
+      assert.equal(redelivery.status, 202, JSON.stringify(redelivery.body));
+      await terminate(deliveryWorkflowId(delivery.id));
+    } finally {
+      await hanging.close();
+    }
   });
 
   it('fails a v2 job whose workflow was terminated (workflow_lost, retryable) and releases its hold', async () => {
