@@ -3,18 +3,25 @@
  * on Postgres), against real processes: a worker killed mid-render, one killed while it polls a Runway task (the
  * suite's server speaking Runway's wire format), the Temporal backend stopped and started again
  * mid-job, the service's Postgres stopped and started again mid-job, a worker
- * killed mid-delivery, a webhook receiver down and then up, 200 generates at once on an account that can afford 10, cancels
+ * killed mid-delivery, a webhook receiver down and then up, 200 generates at once on an account that can afford 10,
+ * a worker killed mid-finalisation, 50 requests with one Idempotency-Key across two API processes, an operator's
+ * terminate and reset at each step of an action, a job and a delivery (settled by the reconciler), cancels
  * racing completions. After each, one checker proves the invariants (test/faults/invariants.ts). The table at the
  * end says per backend and scenario how many jobs ran, how many were lost or charged twice, and how long the
  * service took to recover.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { temporal as proto } from '@temporalio/proto';
 import { checkInvariants } from './invariants';
 import { BackendKind, FaultStack, startFaultStack } from './harness';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { startHttpsServer } from '../support/https-server';
 import { RunwayServer, startRunwayServer } from '../support/runway-server';
-import { actionWorkflowId } from '../../src/temporal/contract';
+import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { reconcile } from '../../src/temporal/reconcile';
 
 interface Row { backend: BackendKind; scenario: string; jobs: number; lost: number; doubleCharged: number; recoverSeconds: number | null }
 const ROWS: Row[] = [];
@@ -30,6 +37,7 @@ after(() => {
 });
 
 const PRICE = 5;
+const V2 = '/api/v2';
 
 for (const kind of ['dev', 'server'] as const) {
   describe(`faults on ${kind === 'dev' ? 'the dev server' : 'the Temporal server on Postgres'}`, function () {
@@ -217,6 +225,136 @@ for (const kind of ['dev', 'server'] as const) {
       const ids = answers.filter((res) => res.status === 200).map((res) => res.body.action_id as number);
       await record('200 concurrent generates, 10 affordable', 200, await settle(ids), null);
       assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 0, available: 0, holds: 0 });
+    });
+
+    /** The stored results of an action: one per render. */
+    const storedResults = (actionId: number) => readdir(path.join(stack.assetsDir, 'results', String(actionId))).catch(() => [] as string[]);
+
+    it('a worker killed (SIGKILL) while it finalises (the charge in flight): a new worker completes every job, charged once, one result each', async () => {
+      const { call, accountId } = await account(100);
+      const ids = await generate(call, 2);
+      const job = await call('POST', `${V2}/jobs/generate`, { images: [{ data: image }] });
+      assert.equal(job.status, 202, JSON.stringify(job.body));
+      // The account's row, held by the test: every charge of these jobs (the render's last transaction, the job's
+      // completeAction) waits on it, so the worker dies in the middle of finalising all three.
+      const lock = stack.db.createQueryRunner();
+      await lock.connect();
+      await lock.startTransaction();
+      let t0 = 0;
+      try {
+        await lock.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+        const waiting = async () => (await stack.db.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0].n as number;
+        await eventually(waiting, (n) => n === 3, 60_000);
+        // Each image render has heartbeated its stored result by now (what the retry reads instead of rendering again).
+        await eventually(async () => Promise.all(ids.map(async (id) => {
+          const { raw } = await stack.temporal.workflow.getHandle(actionWorkflowId(id)).describe();
+          const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0]?.data;
+          return details ? Buffer.from(details).toString() : '';
+        })), (details) => details.every((d) => d.includes('assetPath')), 60_000, 200);
+        t0 = Date.now();
+        await stack.replaceWorker(() => lock.rollbackTransaction());
+      } finally {
+        if (lock.isTransactionActive) await lock.rollbackTransaction();
+        await lock.release();
+      }
+      await stack.temporal.workflow.getHandle(jobWorkflowId(job.body.job_id)).result();
+      const all = [...ids, job.body.resource_id as number];
+      const lost = await settle(all);
+      for (const id of all) assert.equal((await storedResults(id)).length, 1, `action ${id}: one stored result, no second render`);
+      await record('worker SIGKILL mid-finalisation', all.length, lost, t0);
+    });
+
+    it('50 concurrent requests with one Idempotency-Key across two API processes: one action, one hold, identical answers', async () => {
+      const { apiKey, accountId } = await account(100);
+      const calls = stack.apiUrls.map((url) => apiClient(url, apiKey));
+      const headers = { 'Idempotency-Key': `faults-${kind}-${randomUUID()}` };
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => calls[i % calls.length]('POST', `${V1}/generate/photo`, { images: [{ data: image }] }, headers)));
+      assert.deepEqual([...new Set(answers.map((res) => res.status))], [200], JSON.stringify(answers.find((res) => res.status !== 200)?.body));
+      for (const res of answers) assert.deepEqual(res.body, answers[0].body);
+      const actions = await stack.db.query('SELECT id FROM actions WHERE account_id = $1', [accountId]);
+      const [{ n: holds }] = await stack.db.query('SELECT count(*)::int AS n FROM spark_holds h JOIN actions a ON a.id = h.action_id WHERE a.account_id = $1', [accountId]);
+      assert.deepEqual([actions.length, holds], [1, 1]);
+      await record('50 requests, one Idempotency-Key, two APIs', 1, await settle([answers[0].body.action_id]), null);
+    });
+
+    it('an operator terminates or resets workflows at each step: the reconciler settles every one, charged once, announced once', async () => {
+      const received: string[] = [];
+      const receiver = await startHttpsServer((req, res) => {
+        if (req.url?.startsWith('/hang')) return; // a receiver that never answers: the delivery waits on it
+        received.push(req.url!);
+        res.writeHead(204).end();
+      });
+      const operator = 'operator pressed a button in the Web UI';
+      const terminate = (workflowId: string) => stack.temporal.workflow.getHandle(workflowId).terminate(operator);
+      const resetToFirstTask = async (workflowId: string) => {
+        const handle = stack.temporal.workflow.getHandle(workflowId);
+        const { runId } = await handle.describe();
+        const { events } = await handle.fetchHistory();
+        const first = events!.find((e) => e.eventType === proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
+        await stack.temporal.workflowService.resetWorkflowExecution({
+          namespace: 'default', workflowExecution: { workflowId, runId }, workflowTaskFinishEventId: first.eventId, reason: operator, requestId: randomUUID(),
+        });
+      };
+      try {
+        const { call } = await account(100);
+        const photo = async (hook: string) => {
+          const res = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], webhook_url: `${receiver.url}/${hook}` });
+          assert.equal(res.status, 200, JSON.stringify(res.body));
+          return res.body.action_id as number;
+        };
+        const step: Record<string, number> = {};
+        // Pending: no worker runs, the workflow waits for its first task.
+        await stack.workers.shift()!.kill('SIGKILL');
+        step.terminatedPending = await photo('terminated-pending');
+        await terminate(actionWorkflowId(step.terminatedPending));
+        await stack.startWorker();
+        // Mid-render (each acted on once it is processing).
+        const rendering = async (id: number) => eventually(() => processing([id]), (n) => n === 1, 60_000);
+        step.terminatedRendering = await photo('terminated-rendering');
+        await rendering(step.terminatedRendering);
+        await terminate(actionWorkflowId(step.terminatedRendering));
+        step.resetRendering = await photo('reset-rendering');
+        await rendering(step.resetRendering);
+        await resetToFirstTask(actionWorkflowId(step.resetRendering));
+        for (const [name, act] of [['job-terminated', terminate], ['job-reset', resetToFirstTask]] as const) {
+          const job = await call('POST', `${V2}/jobs/generate`, { images: [{ data: image }], webhook_url: `${receiver.url}/${name}` });
+          assert.equal(job.status, 202, JSON.stringify(job.body));
+          step[name] = job.body.resource_id;
+          await rendering(job.body.resource_id);
+          await act(jobWorkflowId(job.body.job_id));
+        }
+        // Completed and announced, then reset to its first task: it runs again.
+        step.resetCompleted = await photo('reset-completed');
+        await settle([step.resetCompleted]);
+        await eventually(async () => received.filter((u) => u === '/reset-completed').length, (n) => n === 1, 60_000);
+        await resetToFirstTask(actionWorkflowId(step.resetCompleted));
+        // Completed, its delivery waiting on a receiver that never answers: the delivery's workflow is terminated.
+        step.terminatedDelivery = await photo('hang');
+        await settle([step.terminatedDelivery]);
+        const [delivery] = await eventually(() => stack.db.query('SELECT id FROM webhook_deliveries WHERE action_id = $1', [step.terminatedDelivery]), (r) => r.length === 1, 60_000);
+        await eventually(async () => receiver.requests.filter((r) => r.path === '/hang').length, (n) => n > 0, 60_000);
+        await terminate(deliveryWorkflowId(delivery.id));
+
+        const t0 = Date.now();
+        const ids = Object.values(step);
+        const deliveries = () => stack.db.query(
+          `SELECT a.id, a.status, d.event, d.status AS delivery FROM actions a LEFT JOIN webhook_deliveries d ON d.action_id = a.id WHERE a.id = ANY($1) ORDER BY a.id`, [ids]);
+        const settled = await eventually(async () => {
+          await reconcile(stack.db, stack.temporal, { taskQueue: `faults-${kind}`, graceSeconds: 0, webhookRetryInitialMs: 500 });
+          return deliveries();
+        }, (rows) => rows.length === ids.length && rows.every((r: { status: string; delivery: string | null }) => !['pending', 'processing'].includes(r.status) && r.delivery !== null && r.delivery !== 'pending'), 120_000, 1000);
+        // Each action ends once, with one delivery of its ending's event: sent, except the one the operator stopped.
+        for (const row of settled) {
+          assert.equal(row.event, row.status === 'completed' ? 'generation.completed' : 'generation.failed', JSON.stringify(row));
+          assert.equal(row.delivery, row.id === step.terminatedDelivery ? 'failed' : 'succeeded', JSON.stringify(row));
+        }
+        const sent = received.reduce<Record<string, number>>((n, u) => ({ ...n, [u]: (n[u] ?? 0) + 1 }), {});
+        assert.ok(Object.values(sent).every((n) => n === 1), `each event sent once: ${JSON.stringify(sent)}`);
+        await record('operator terminates and resets at each step', ids.length, 0, t0);
+      } finally {
+        await receiver.close();
+      }
     });
 
     it('cancels racing completions: each action ends charged or released, never both', async () => {
