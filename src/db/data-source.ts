@@ -4,6 +4,22 @@ import { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
 import { entities } from './entities';
 
+/**
+ * How every pooled connection behaves when the network or a peer misbehaves:
+ * - a query waits at most 10 s for a connection: a request to a database that is away answers 503 soon instead of
+ *   hanging, and a busy worker's step waits long enough not to fail for a moment's queue;
+ * - TCP keepalive probes an idle connection after 10 s, so a peer that vanished (a partition, a host gone) is found
+ *   by the kernel instead of a query waiting on it for hours (the probes' interval and count are the system's);
+ * - the server ends a session left idle inside a transaction for a minute, so a client lost mid-transaction (a
+ *   partition, a frozen process) cannot hold an account's row locks and stall every charge on it.
+ */
+export const CONNECTION_SETTINGS = {
+  connectionTimeoutMillis: 10_000,
+  keepAlive: true,
+  keepAliveInitialDelayMillis: 10_000,
+  idle_in_transaction_session_timeout: 60_000,
+} as const;
+
 /** The one TypeORM data source of a process. The schema comes only from migrations/. */
 export function createDataSource(databaseUrl: string, poolSize = 20): DataSource {
   return new DataSource({
@@ -14,9 +30,7 @@ export function createDataSource(databaseUrl: string, poolSize = 20): DataSource
     migrationsRun: false,
     synchronize: false,
     logging: false, // failures surface as errors through our logger, never as raw SQL with parameters
-    // A query waits at most 10 s for a connection: a request to a database that is away answers 503 soon instead
-    // of hanging, and a busy worker's step waits long enough not to fail for a moment's queue.
-    extra: { max: poolSize, connectionTimeoutMillis: 10_000 },
+    extra: { max: poolSize, ...CONNECTION_SETTINGS },
   });
 }
 
