@@ -5,25 +5,39 @@
  * in Temporal, not a timer in a process, it runs once per interval for the whole deployment, survives restarts, and
  * can be paused, triggered or inspected by an operator (`temporal schedule describe --schedule-id <id>`).
  */
-import { Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
+import { Client, ScheduleAlreadyRunning, ScheduleOptions, ScheduleOverlapPolicy } from '@temporalio/client';
+import { msToNumber } from '@temporalio/common/lib/time';
 
 export const HOUSEKEEPING_INTERVAL = '10 minutes';
 
 export const housekeepingScheduleId = (taskQueue: string): string => `${taskQueue}-housekeeping`;
 
-/** Creates the schedule unless it exists; answers its id. */
+const scheduleOf = (taskQueue: string): Pick<ScheduleOptions, 'spec' | 'action' | 'policies'> => ({
+  spec: { intervals: [{ every: HOUSEKEEPING_INTERVAL }] },
+  action: { type: 'startWorkflow', workflowType: 'housekeepingWorkflow', workflowId: housekeepingScheduleId(taskQueue), taskQueue, args: [] },
+  // A missed run is not worth catching up: the next one does the same work.
+  policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: HOUSEKEEPING_INTERVAL },
+});
+
+/**
+ * Creates the schedule unless it exists; one that exists with another interval, overlap policy or task queue (made
+ * by an older release) is updated to this release's, keeping its state (paused or not, recent runs). Answers its id.
+ */
 export async function ensureHousekeepingSchedule(client: Client, taskQueue: string): Promise<string> {
   const scheduleId = housekeepingScheduleId(taskQueue);
+  const wanted = scheduleOf(taskQueue);
   try {
-    await client.schedule.create({
-      scheduleId,
-      spec: { intervals: [{ every: HOUSEKEEPING_INTERVAL }] },
-      action: { type: 'startWorkflow', workflowType: 'housekeepingWorkflow', workflowId: scheduleId, taskQueue, args: [] },
-      // A missed run is not worth catching up: the next one does the same work.
-      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: HOUSEKEEPING_INTERVAL },
-    });
+    await client.schedule.create({ scheduleId, ...wanted });
+    return scheduleId;
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
   }
+  const handle = client.schedule.getHandle(scheduleId);
+  const found = await handle.describe();
+  const every = found.spec.intervals?.map((i) => msToNumber(i.every)) ?? [];
+  const upToDate = every.length === 1 && every[0] === msToNumber(HOUSEKEEPING_INTERVAL) && found.policies.overlap === ScheduleOverlapPolicy.SKIP
+    && found.action.type === 'startWorkflow' && found.action.taskQueue === taskQueue;
+  if (upToDate) return scheduleId;
+  await handle.update((previous) => ({ ...previous, ...wanted, policies: { ...previous.policies, ...wanted.policies } }));
   return scheduleId;
 }

@@ -34,6 +34,26 @@ describe('housekeeping on a Temporal schedule', function () {
     }
   });
 
+  it('updates a schedule an older release made with another interval and overlap policy, keeping it paused', async () => {
+    const scheduleId = `${stack.taskQueue}-housekeeping`;
+    const handle = await stack.temporal.schedule.create({
+      scheduleId,
+      spec: { intervals: [{ every: '1 hour' }] },
+      action: { type: 'startWorkflow', workflowType: 'housekeepingWorkflow', workflowId: scheduleId, taskQueue: stack.taskQueue, args: [] },
+      policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL },
+      state: { paused: true, note: 'paused by an operator' },
+    });
+    try {
+      await ensureHousekeepingSchedule(stack.temporal, stack.taskQueue);
+      const schedule = await handle.describe();
+      assert.deepEqual(schedule.spec.intervals?.map((i) => i.every), [10 * 60_000]);
+      assert.equal(schedule.policies.overlap, ScheduleOverlapPolicy.SKIP);
+      assert.deepEqual([schedule.state.paused, schedule.state.note], [true, 'paused by an operator']);
+    } finally {
+      await handle.delete();
+    }
+  });
+
   it('a run drops what is past its retention and keeps the rest', async () => {
     const { accountId } = await newAccount(stack.db, 10);
     const actionId = await placeAction(stack.db, accountId);
