@@ -64,11 +64,18 @@ export interface OutboundResponse {
   remoteAddress: string;
 }
 
+/** Every address of a host name. */
+export type ResolveHost = (hostname: string) => Promise<dns.LookupAddress[]>;
+
+/** The system's resolver (`/etc/hosts`, then DNS), as Node's sockets use it by default. */
+const systemResolve: ResolveHost = (hostname) => dns.promises.lookup(hostname, { all: true });
+
 export class OutboundPolicy {
   private readonly blocked = blockList([...BLOCKED_V4, ...BLOCKED_V6]);
   private readonly allowed: net.BlockList;
 
-  constructor(allowCidrs: string[] = []) {
+  /** `resolveHost` is the system's resolver; tests point it at a DNS server of their own. */
+  constructor(allowCidrs: string[] = [], private readonly resolveHost: ResolveHost = systemResolve) {
     this.allowed = blockList(allowCidrs);
   }
 
@@ -101,7 +108,7 @@ export class OutboundPolicy {
     if (net.isIP(host)) return;
     let addresses: dns.LookupAddress[];
     try {
-      addresses = await dns.promises.lookup(host, { all: true });
+      addresses = await this.resolveHost(host);
     } catch {
       throw new OutboundRefused('has a host that does not resolve');
     }
@@ -111,16 +118,16 @@ export class OutboundPolicy {
 
   /** The socket lookup: resolve, refuse if any answer is internal, connect to what was checked. */
   private readonly lookup: net.LookupFunction = (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 4);
-      const list = addresses as unknown as dns.LookupAddress[];
-      const refused = list.find((a) => !this.permits(a.address));
-      if (refused || list.length === 0) {
+    const { family, all } = options as { family?: number; all?: boolean };
+    this.resolveHost(hostname).then((addresses) => {
+      const list = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
+      if (list.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 4);
+      if (list.some((a) => !this.permits(a.address))) {
         return callback(Object.assign(new OutboundRefused('points to a private or local address'), { code: 'EOUTBOUNDREFUSED' }), '', 4);
       }
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+      if (all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
       return callback(null, list[0].address, list[0].family);
-    });
+    }, (err: NodeJS.ErrnoException) => callback(err, '', 4));
   };
 
   /**

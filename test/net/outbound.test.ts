@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
-import { OutboundPolicy, OutboundTooLarge } from '../../src/net/outbound';
+import { OutboundPolicy, OutboundRefused, OutboundTooLarge } from '../../src/net/outbound';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { ALLOW_CIDRS, ALLOWED_ADDRESS, REFUSED_ADDRESS, RebindingStage, startRebindingStage } from '../support/rebinding';
 
 describe('outbound address ranges', () => {
   const policy = new OutboundPolicy();
@@ -36,6 +37,7 @@ describe('outbound address ranges', () => {
       assert.throws(() => policy.checkUrl(url), /private or local/, url);
     }
   });
+
 });
 
 describe('outbound deadlines and body caps', function () {
@@ -117,4 +119,64 @@ describe('outbound deadlines and body caps', function () {
     assert.deepEqual([answer.status, answer.truncated, answer.body.length], [500, false, 0]);
     await connectionClosed('/endless-error?a');
   });
+});
+
+describe('outbound DNS rebinding (a DNS server of the test whose answer changes)', function () {
+  this.timeout(20_000);
+  let stage: RebindingStage;
+  let policy: OutboundPolicy;
+  before(async () => {
+    stage = await startRebindingStage((req, res) => {
+      const to = new URL(req.url!, 'https://x').searchParams.get('to');
+      if (to) return void res.writeHead(302, { Location: to }).end();
+      res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end('allowed');
+    });
+    policy = new OutboundPolicy(ALLOW_CIDRS, (hostname) => stage.dns.resolveHost(hostname));
+  });
+  after(() => stage.close());
+  const request = (raw: string) => policy.request(new URL(raw), { method: 'POST', timeoutMs: 5_000, maxBodyBytes: 1024 });
+  /** No TCP connection ever reached the refused server. */
+  const refusedUntouched = () => assert.equal(stage.refused.connections, 0, `${REFUSED_ADDRESS} got a connection`);
+  afterEach(refusedUntouched);
+
+  it('allowed when checked, refused when connected to: refused in the socket\'s own lookup, nothing connects', async () => {
+    const url = stage.url('check-then-swap', '/hook', [ALLOWED_ADDRESS], [REFUSED_ADDRESS]);
+    const before = stage.allowed.connections;
+    await policy.checkResolves(new URL(url)); // what registering a webhook does
+    await assert.rejects(request(url), (err: Error) => err instanceof OutboundRefused && /private or local/.test(err.message));
+    assert.equal(stage.dns.queries('check-then-swap.rebind.test'), 2, 'the connect asked DNS again and judged that answer');
+    assert.equal(stage.allowed.connections, before);
+  });
+
+  it('refused when checked, allowed afterwards: refused at the check', async () => {
+    const url = stage.url('swap-back', '/hook', [REFUSED_ADDRESS], [ALLOWED_ADDRESS]);
+    await assert.rejects(policy.checkResolves(new URL(url)), /private or local/);
+  });
+
+  it('one connection, one answer: the address judged is the address connected to, and the next answer is judged anew', async () => {
+    const url = stage.url('one-answer', '/image.jpg', [ALLOWED_ADDRESS], [REFUSED_ADDRESS]);
+    const fetched = await policy.fetchBytes(url, { maxBytes: 1024, timeoutMs: 5_000 });
+    assert.equal(fetched.bytes.toString(), 'allowed');
+    assert.equal(stage.dns.queries('one-answer.rebind.test'), 1, 'resolved once for the check and the connect together');
+    await assert.rejects(policy.fetchBytes(url, { maxBytes: 1024, timeoutMs: 5_000 }), (err: Error) => err instanceof OutboundRefused);
+  });
+
+  it('an answer with an allowed and a refused address is refused whole, whichever comes first', async () => {
+    for (const [name, answer] of [['mixed-a', [ALLOWED_ADDRESS, REFUSED_ADDRESS]], ['mixed-b', [REFUSED_ADDRESS, ALLOWED_ADDRESS]]] as const) {
+      const url = stage.url(name, '/hook', [...answer]);
+      await assert.rejects(policy.checkResolves(new URL(url)), /private or local/, name);
+      await assert.rejects(request(url), (err: Error) => err instanceof OutboundRefused, name);
+    }
+  });
+
+  it('a redirect to a name that answers a refused address, or to a refused literal in any spelling: refused, nothing connects', async () => {
+    const port = stage.allowed.port;
+    const target = stage.url('redirect-target', '/image.jpg', [REFUSED_ADDRESS]);
+    for (const to of [target, `https://${REFUSED_ADDRESS}:${port}/`, `https://2130706433:${port}/`, `https://0x7f.1:${port}/`,
+      `https://0177.0.0.1:${port}/`, `https://[::ffff:127.0.0.1]:${port}/`, `https://[::ffff:7f00:1]:${port}/`]) {
+      const url = stage.url('redirector', `/moved?to=${encodeURIComponent(to)}`, [ALLOWED_ADDRESS]);
+      await assert.rejects(policy.fetchBytes(url, { maxBytes: 1024, timeoutMs: 5_000 }), (err: Error) => err instanceof OutboundRefused, to);
+    }
+  });
+
 });
