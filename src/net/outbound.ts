@@ -5,6 +5,8 @@
  * checked again; every exchange has one deadline from connect to the last body byte, and bodies are read to a cap,
  * then the connection is dropped.
  * `OUTBOUND_ALLOW_CIDRS` lets an operator allow chosen ranges (tests use it for loopback).
+ * A literal address skips the socket's lookup: `request` refuses an internal one itself, before connecting (a stored
+ * webhook URL under a stricter policy), and checks the address connected to once more before the request is sent.
  */
 import dns from 'node:dns';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -137,9 +139,9 @@ export class OutboundPolicy {
    */
   request(url: URL, init: { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number; maxBodyBytes: number }): Promise<OutboundResponse> {
     return new Promise((resolve, reject) => {
+      this.checkUrl(url.href); // a literal address skips the socket's lookup: refused here, before any connection
       const req = https.request(url, { method: init.method, headers: init.headers, lookup: this.lookup, agent: false }, (response) => {
         const remoteAddress = response.socket.remoteAddress ?? '';
-        if (!this.permits(remoteAddress)) return fail(new OutboundRefused('points to a private or local address'));
         const status = response.statusCode ?? 0;
         const answer = (body: Buffer, truncated: boolean) => {
           finish();
@@ -170,6 +172,10 @@ export class OutboundPolicy {
             : new OutboundFailed(err.message));
       };
       req.on('error', fail);
+      // The address connected to, checked again once the TCP connection is up, before the request is sent.
+      req.on('socket', (socket) => socket.once('connect', () => {
+        if (!this.permits(socket.remoteAddress ?? '')) fail(new OutboundRefused('points to a private or local address'));
+      }));
       req.end(init.body);
     });
   }

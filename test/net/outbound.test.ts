@@ -179,4 +179,10 @@ describe('outbound DNS rebinding (a DNS server of the test whose answer changes)
     }
   });
 
+  it('a literal refused address given to request() directly (as a stored webhook URL is): refused before connecting', async () => {
+    const port = stage.allowed.port;
+    for (const raw of [`https://${REFUSED_ADDRESS}:${port}/hook`, `https://2130706433:${port}/hook`, `https://[::ffff:127.0.0.1]:${port}/hook`]) {
+      await assert.rejects(request(raw), (err: Error) => err instanceof OutboundRefused, raw);
+    }
+  });
 });
