@@ -9,7 +9,7 @@
  * webhook URL under a stricter policy), and checks the address connected to once more before the request is sent.
  */
 import dns from 'node:dns';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 
@@ -140,7 +140,9 @@ export class OutboundPolicy {
   request(url: URL, init: { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number; maxBodyBytes: number }): Promise<OutboundResponse> {
     return new Promise((resolve, reject) => {
       this.checkUrl(url.href); // a literal address skips the socket's lookup: refused here, before any connection
+      let received: IncomingMessage | undefined;
       const req = https.request(url, { method: init.method, headers: init.headers, lookup: this.lookup, agent: false }, (response) => {
+        received = response;
         const remoteAddress = response.socket.remoteAddress ?? '';
         const status = response.statusCode ?? 0;
         const answer = (body: Buffer, truncated: boolean) => {
@@ -171,7 +173,11 @@ export class OutboundPolicy {
           : (err as { code?: string }).code === 'EOUTBOUNDREFUSED' ? new OutboundRefused('points to a private or local address')
             : new OutboundFailed(err.message));
       };
-      req.on('error', fail);
+      req.on('error', (err) => {
+        // An answer complete by its Content-Length and followed by more bytes: the parser takes the excess for a
+        // next answer and fails on it. The body is whole as declared; it ends as usual, the excess is never read.
+        if (!received?.complete) fail(err);
+      });
       // The address connected to, checked again once the TCP connection is up, before the request is sent.
       req.on('socket', (socket) => socket.once('connect', () => {
         if (!this.permits(socket.remoteAddress ?? '')) fail(new OutboundRefused('points to a private or local address'));

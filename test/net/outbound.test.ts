@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
-import { OutboundPolicy, OutboundRefused, OutboundTooLarge } from '../../src/net/outbound';
+import { OutboundFailed, OutboundPolicy, OutboundRefused, OutboundTooLarge } from '../../src/net/outbound';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { LyingAnswer, sendLyingAnswer } from '../support/lying-answer';
 import { ALLOW_CIDRS, ALLOWED_ADDRESS, REFUSED_ADDRESS, RebindingStage, startRebindingStage } from '../support/rebinding';
 
 describe('outbound address ranges', () => {
@@ -40,6 +41,14 @@ describe('outbound address ranges', () => {
 
 });
 
+/** Each starts with 16 bytes of body. */
+const LIES: Record<string, Omit<LyingAnswer, 'body'>> = {
+  '/lying-short': { declared: 16, then: 'endless' },
+  '/lying-huge': { declared: 1e12, then: 'stall' },
+  '/lying-long-close': { declared: 1000, then: 'close' },
+  '/lying-long-stall': { declared: 1000, then: 'stall' },
+};
+
 describe('outbound deadlines and body caps', function () {
   this.timeout(20_000); // every exchange below ends within its own 0.5-5 s deadline; hanging means the bound is missing
   const policy = new OutboundPolicy(['127.0.0.0/8', '::1/128']);
@@ -70,6 +79,8 @@ describe('outbound deadlines and body caps', function () {
           return '';
         });
       }
+      const lie = LIES[path];
+      if (lie) return sendLyingAnswer(res, { ...lie, body: Buffer.from('a'.repeat(16)) });
       if (path === '/endless' || path === '/endless-error') {
         res.writeHead(path === '/endless' ? 200 : 500, { 'Content-Type': 'application/octet-stream' });
         const chunk = Buffer.alloc(16 * 1024, 7);
@@ -112,6 +123,44 @@ describe('outbound deadlines and body caps', function () {
     await assert.rejects(policy.fetchBytes(url('/endless', 'b').toString(), { maxBytes: 100_000, timeoutMs: 5_000 }),
       (err: Error) => err instanceof OutboundTooLarge && /over 100000 bytes/.test(err.message));
     await connectionClosed('/endless?b');
+  });
+
+  describe('a lying Content-Length', () => {
+    it('declaring less than it sends (then sending without end): the declared bytes, the rest never read, the connection dropped', async () => {
+      const answer = await policy.request(url('/lying-short', 'a'), { method: 'GET', timeoutMs: 5_000, maxBodyBytes: 1024 });
+      assert.deepEqual([answer.status, answer.truncated, answer.body.toString()], [200, false, 'a'.repeat(16)]);
+      await connectionClosed('/lying-short?a');
+      const fetched = await policy.fetchBytes(url('/lying-short', 'b').toString(), { maxBytes: 1024, timeoutMs: 5_000 });
+      assert.equal(fetched.bytes.toString(), 'a'.repeat(16));
+      await connectionClosed('/lying-short?b');
+    });
+
+    it('declaring more than the cap: refused from the header, before reading (no wait for the deadline)', async () => {
+      const started = Date.now();
+      const answer = await policy.request(url('/lying-huge', 'a'), { method: 'GET', timeoutMs: 5_000, maxBodyBytes: 1024 });
+      assert.deepEqual([answer.status, answer.truncated, answer.body.length], [200, true, 0]);
+      await connectionClosed('/lying-huge?a');
+      await assert.rejects(policy.fetchBytes(url('/lying-huge', 'b').toString(), { maxBytes: 1024, timeoutMs: 5_000 }),
+        (err: Error) => err instanceof OutboundTooLarge && err.message === 'is 1000000000000 bytes; the limit is 1024');
+      await connectionClosed('/lying-huge?b');
+      assert.ok(Date.now() - started < 5_000, 'answered before any deadline');
+    });
+
+    it('declaring more than it sends, then closing: a failure at once, never the short body', async () => {
+      const started = Date.now();
+      await assert.rejects(policy.request(url('/lying-long-close', 'a'), { method: 'GET', timeoutMs: 5_000, maxBodyBytes: 4096 }),
+        (err: Error) => err instanceof OutboundFailed && !/timed out/.test(err.message));
+      await assert.rejects(policy.fetchBytes(url('/lying-long-close', 'b').toString(), { maxBytes: 4096, timeoutMs: 5_000 }),
+        (err: Error) => err instanceof OutboundFailed && !/timed out/.test(err.message));
+      assert.ok(Date.now() - started < 5_000, 'failed before the deadline');
+    });
+
+    it('declaring more than it sends, then stalling: a failure at the deadline, the connection dropped', async () => {
+      await assert.rejects(policy.request(url('/lying-long-stall', 'a'), { method: 'GET', timeoutMs: 500, maxBodyBytes: 4096 }), /timed out after 500 ms/);
+      await connectionClosed('/lying-long-stall?a');
+      await assert.rejects(policy.fetchBytes(url('/lying-long-stall', 'b').toString(), { maxBytes: 4096, timeoutMs: 500 }), /timed out after 500 ms/);
+      await connectionClosed('/lying-long-stall?b');
+    });
   });
 
   it('an error answer with an endless body: the status, no body, the connection dropped', async () => {
