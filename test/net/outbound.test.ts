@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { OutboundFailed, OutboundPolicy, OutboundRefused, OutboundTooLarge } from '../../src/net/outbound';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { INTERNAL_URLS } from '../support/internal-urls';
 import { LyingAnswer, sendLyingAnswer } from '../support/lying-answer';
 import { ALLOW_CIDRS, ALLOWED_ADDRESS, REFUSED_ADDRESS, RebindingStage, startRebindingStage } from '../support/rebinding';
 
@@ -39,6 +40,9 @@ describe('outbound address ranges', () => {
     }
   });
 
+  it('refuses URLs with an internal literal address in any IPv4 spelling (decimal, octal, hex, short forms)', () => {
+    for (const url of INTERNAL_URLS) assert.throws(() => policy.checkUrl(url), /private or local/, url);
+  });
 });
 
 /** Each starts with 16 bytes of body. */
