@@ -43,6 +43,13 @@ describe('outbound address ranges', () => {
   it('refuses URLs with an internal literal address in any IPv4 spelling (decimal, octal, hex, short forms)', () => {
     for (const url of INTERNAL_URLS) assert.throws(() => policy.checkUrl(url), /private or local/, url);
   });
+
+  it('request() (a webhook send) refuses every one of those forms before connecting (a connection would end at the deadline)', async () => {
+    for (const url of INTERNAL_URLS) {
+      await assert.rejects(policy.request(new URL(url), { method: 'POST', timeoutMs: 2_000, maxBodyBytes: 1024 }),
+        (err: Error) => err instanceof OutboundRefused && /private or local/.test(err.message), url);
+    }
+  });
 });
 
 /** Each starts with 16 bytes of body. */

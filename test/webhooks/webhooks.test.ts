@@ -380,7 +380,11 @@ describe('webhooks', function () {
     let rebinding: Stack;
     let call: ReturnType<typeof apiClient>;
     before(async () => {
-      stage = await startRebindingStage();
+      stage = await startRebindingStage((req, res) => {
+        const to = new URL(req.url!, 'https://x').searchParams.get('to');
+        if (to) return void res.writeHead(302, { Location: to }).end();
+        res.writeHead(200).end('allowed');
+      });
       rebinding = await startStack({ webhookRetryInitialMs: 100, outboundAllowCidrs: ALLOW_CIDRS, outboundResolveHost: (host) => stage.dns.resolveHost(host) });
       call = apiClient(rebinding.baseUrl, (await newAccount(rebinding.db, 100)).apiKey);
     });
@@ -427,6 +431,14 @@ describe('webhooks', function () {
       const url = stage.url('ad-hoc', '/ad-hoc', [ALLOWED_ADDRESS], [REFUSED_ADDRESS]);
       assert.deepEqual(await deliveries({ webhook_url: url }), [{ url, status: 'failed', attempts: 1, lastError: 'points to a private or local address' }]);
       assert.equal(requestsTo('/ad-hoc'), 0);
+    });
+
+    it('a receiver that redirects to an internal address is not followed: the 302 is a failed attempt, the target never asked or reached', async () => {
+      const target = stage.url('redirect-target', '/hook', [REFUSED_ADDRESS]);
+      const url = stage.url('redirector', `/redirect?to=${encodeURIComponent(target)}`, [ALLOWED_ADDRESS]);
+      assert.deepEqual(await deliveries({ webhook_url: url }), [{ url, status: 'failed', attempts: 3, lastError: 'HTTP 302' }]);
+      assert.equal(requestsTo(new URL(url).pathname + new URL(url).search), 3);
+      assert.equal(stage.dns.queries('redirect-target.rebind.test'), 0);
     });
 
     it('refused when registered (the name answers loopback first): 422', async () => {
