@@ -180,7 +180,8 @@ export class OutboundPolicy {
       });
       // The address connected to, checked again once the TCP connection is up, before the request is sent.
       req.on('socket', (socket) => socket.once('connect', () => {
-        if (!this.permits(socket.remoteAddress ?? '')) fail(new OutboundRefused('points to a private or local address'));
+        const address = socket.remoteAddress;
+        if (!address || !this.permits(address)) fail(new OutboundRefused('points to a private or local address'));
       }));
       req.end(init.body);
     });
