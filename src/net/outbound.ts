@@ -5,9 +5,11 @@
  * checked again; every exchange has one deadline from connect to the last body byte, and bodies are read to a cap,
  * then the connection is dropped.
  * `OUTBOUND_ALLOW_CIDRS` lets an operator allow chosen ranges (tests use it for loopback).
+ * A literal address skips the socket's lookup: `request` refuses an internal one itself, before connecting (a stored
+ * webhook URL under a stricter policy), and checks the address connected to once more before the request is sent.
  */
 import dns from 'node:dns';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 
@@ -64,11 +66,18 @@ export interface OutboundResponse {
   remoteAddress: string;
 }
 
+/** Every address of a host name. */
+export type ResolveHost = (hostname: string) => Promise<dns.LookupAddress[]>;
+
+/** The system's resolver (`/etc/hosts`, then DNS), as Node's sockets use it by default. */
+const systemResolve: ResolveHost = (hostname) => dns.promises.lookup(hostname, { all: true });
+
 export class OutboundPolicy {
   private readonly blocked = blockList([...BLOCKED_V4, ...BLOCKED_V6]);
   private readonly allowed: net.BlockList;
 
-  constructor(allowCidrs: string[] = []) {
+  /** `resolveHost` is the system's resolver; tests point it at a DNS server of their own. */
+  constructor(allowCidrs: string[] = [], private readonly resolveHost: ResolveHost = systemResolve) {
     this.allowed = blockList(allowCidrs);
   }
 
@@ -101,7 +110,7 @@ export class OutboundPolicy {
     if (net.isIP(host)) return;
     let addresses: dns.LookupAddress[];
     try {
-      addresses = await dns.promises.lookup(host, { all: true });
+      addresses = await this.resolveHost(host);
     } catch {
       throw new OutboundRefused('has a host that does not resolve');
     }
@@ -111,16 +120,16 @@ export class OutboundPolicy {
 
   /** The socket lookup: resolve, refuse if any answer is internal, connect to what was checked. */
   private readonly lookup: net.LookupFunction = (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 4);
-      const list = addresses as unknown as dns.LookupAddress[];
-      const refused = list.find((a) => !this.permits(a.address));
-      if (refused || list.length === 0) {
+    const { family, all } = options as { family?: number; all?: boolean };
+    this.resolveHost(hostname).then((addresses) => {
+      const list = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
+      if (list.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 4);
+      if (list.some((a) => !this.permits(a.address))) {
         return callback(Object.assign(new OutboundRefused('points to a private or local address'), { code: 'EOUTBOUNDREFUSED' }), '', 4);
       }
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+      if (all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
       return callback(null, list[0].address, list[0].family);
-    });
+    }, (err: NodeJS.ErrnoException) => callback(err, '', 4));
   };
 
   /**
@@ -130,9 +139,11 @@ export class OutboundPolicy {
    */
   request(url: URL, init: { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number; maxBodyBytes: number }): Promise<OutboundResponse> {
     return new Promise((resolve, reject) => {
+      this.checkUrl(url.href); // a literal address skips the socket's lookup: refused here, before any connection
+      let received: IncomingMessage | undefined;
       const req = https.request(url, { method: init.method, headers: init.headers, lookup: this.lookup, agent: false }, (response) => {
+        received = response;
         const remoteAddress = response.socket.remoteAddress ?? '';
-        if (!this.permits(remoteAddress)) return fail(new OutboundRefused('points to a private or local address'));
         const status = response.statusCode ?? 0;
         const answer = (body: Buffer, truncated: boolean) => {
           finish();
@@ -162,7 +173,16 @@ export class OutboundPolicy {
           : (err as { code?: string }).code === 'EOUTBOUNDREFUSED' ? new OutboundRefused('points to a private or local address')
             : new OutboundFailed(err.message));
       };
-      req.on('error', fail);
+      req.on('error', (err) => {
+        // An answer complete by its Content-Length and followed by more bytes: the parser takes the excess for a
+        // next answer and fails on it. The body is whole as declared; it ends as usual, the excess is never read.
+        if (!received?.complete) fail(err);
+      });
+      // The address connected to, checked again once the TCP connection is up, before the request is sent.
+      req.on('socket', (socket) => socket.once('connect', () => {
+        const address = socket.remoteAddress;
+        if (!address || !this.permits(address)) fail(new OutboundRefused('points to a private or local address'));
+      }));
       req.end(init.body);
     });
   }

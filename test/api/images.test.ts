@@ -9,6 +9,9 @@ import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
 import { largeHeic } from '../support/heic';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { INTERNAL_URLS } from '../support/internal-urls';
+import { LyingAnswer, sendLyingAnswer } from '../support/lying-answer';
+import { ALLOW_CIDRS, ALLOWED_ADDRESS, REFUSED_ADDRESS, RebindingStage, startRebindingStage } from '../support/rebinding';
 import { Stack, startStack } from '../support/stack';
 
 const FIXTURES = path.resolve(__dirname, '../../../test/fixtures');
@@ -43,15 +46,29 @@ describe('image inputs over HTTP', function () {
   let stack: Stack;
   let images: TestHttpsServer;
   let jpeg: Buffer;
+  /** Answers whose Content-Length lies about the JPEG they send (declared lengths set once the JPEG is made). */
+  const lies: Record<string, Omit<LyingAnswer, 'body'>> = {};
+  const lyingClosed = new Map<string, Promise<void>>();
   before(async () => {
     stack = await startStack();
     jpeg = Buffer.from(await jpegBase64(320, 400, '#a05020'), 'base64');
     const png = await sharp(jpeg).png().toBuffer();
+    Object.assign(lies, {
+      '/lying-short': { declared: jpeg.length, then: 'endless' }, // the JPEG, then bytes without end
+      '/lying-huge': { declared: 1e12, then: 'stall' },
+      '/lying-long-close': { declared: jpeg.length + 1000, then: 'close' },
+      '/lying-long-stall': { declared: jpeg.length + 1000, then: 'stall' },
+    });
     images = await startHttpsServer((req, res) => {
       if (req.url === '/product.jpg') return void res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg);
       if (req.url === '/mislabelled') return void res.writeHead(200, { 'Content-Type': 'text/plain' }).end(png);
       if (req.url === '/moved') return void res.writeHead(302, { Location: '/product.jpg' }).end();
       if (req.url === '/to-http') return void res.writeHead(302, { Location: 'http://localhost/product.jpg' }).end();
+      const lie = lies[req.url!];
+      if (lie) {
+        lyingClosed.set(req.url!, new Promise((resolve) => res.socket!.once('close', () => resolve())));
+        return sendLyingAnswer(res, { ...lie, body: jpeg, contentType: 'image/jpeg' });
+      }
       if (req.url === '/huge') {
         res.writeHead(200, { 'Content-Type': 'image/jpeg' });
         const chunk = Buffer.alloc(1024 * 1024, 7);
@@ -89,6 +106,25 @@ describe('image inputs over HTTP', function () {
     assert.match(missing.body.detail.message, /HTTP 404/);
     const huge = await generate(call, { url: `${images.url}/huge` });
     assert.deepEqual([huge.status, huge.body.detail.error], [413, 'image_too_large']);
+  });
+
+  it('a lying Content-Length: the declared bytes when more follow, 413 from the header when over 15 MB, 400 when fewer come (closed, or stalled to the 15 s deadline)', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 50);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const started = Date.now();
+    const [short, huge, closed, stalled] = await Promise.all(Object.keys(lies).map((path) => generate(call, { url: `${images.url}${path}` })));
+    assert.equal(short.status, 200, JSON.stringify(short.body));
+    await lyingClosed.get('/lying-short'); // the excess was never read: the service let go of an endless answer
+    assert.deepEqual([huge.status, huge.body.detail.error, huge.body.detail.message],
+      [413, 'image_too_large', 'images[0]: the image is 1000000000000 bytes; the limit is 15728640']);
+    assert.deepEqual([closed.status, closed.body.detail.error], [400, 'invalid_request'], JSON.stringify(closed.body));
+    assert.match(closed.body.detail.message, /^images\[0\]: the image could not be fetched \((?!timed out)/);
+    assert.deepEqual([stalled.status, stalled.body.detail.error], [400, 'invalid_request'], JSON.stringify(stalled.body));
+    assert.match(stalled.body.detail.message, /^images\[0\]: the image could not be fetched \(timed out after 15000 ms\)$/);
+    await lyingClosed.get('/lying-long-stall');
+    assert.ok(Date.now() - started < 20_000, 'nothing waited past the deadline');
+    const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]);
+    assert.equal(n, 1, 'only the good image was taken');
   });
 
   it('refuses loopback when OUTBOUND_ALLOW_CIDRS does not allow it, checked on the connected address', async () => {
@@ -344,5 +380,64 @@ describe('image inputs over HTTP', function () {
       const big = await call('POST', `${V1}/upload`, { image: { data: Buffer.alloc(15 * 1024 * 1024 + 10).toString('base64') } });
       assert.deepEqual([big.status, big.body.detail.error], [413, 'image_too_large']);
     });
+  });
+});
+
+describe('image URLs under the outbound policy (a DNS server of the test, 127.0.0.2 allowed, loopback refused)', function () {
+  this.timeout(60_000);
+  let stage: RebindingStage;
+  let stack: Stack;
+  let call: ReturnType<typeof apiClient>;
+  before(async () => {
+    const jpeg = Buffer.from(await jpegBase64(320, 400, '#3070a0'), 'base64');
+    stage = await startRebindingStage((req, res) => {
+      const to = new URL(req.url!, 'https://x').searchParams.get('to');
+      if (to) return void res.writeHead(302, { Location: to }).end();
+      res.writeHead(200, { 'Content-Type': 'image/jpeg' }).end(jpeg);
+    });
+    stack = await startStack({ withWorker: false, outboundAllowCidrs: ALLOW_CIDRS, outboundResolveHost: (host) => stage.dns.resolveHost(host) });
+    call = apiClient(stack.baseUrl, (await newAccount(stack.db, 1000)).apiKey);
+  });
+  after(async () => {
+    await stack.stop();
+    await stage.close();
+  });
+  afterEach(() => assert.equal(stage.refused.connections, 0, `${REFUSED_ADDRESS} got a connection`));
+
+  const generate = (url: string) => call('POST', `${V1}/generate/photo`, { images: [{ url }], product_name: 'Bag', category_id: 'wearables' });
+  function assertRefused(res: Awaited<ReturnType<typeof generate>>, url: string) {
+    assert.deepEqual([res.status, res.body.detail?.error], [400, 'invalid_request'], `${url}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.detail.message, 'images[0]: the URL points to a private or local address', url);
+  }
+
+  it('refuses every internal address form, literal or answered by DNS: 400 invalid_request, nothing held', async () => {
+    for (const url of INTERNAL_URLS) assertRefused(await generate(url), url);
+    for (const address of [REFUSED_ADDRESS, '10.0.0.1', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0']) {
+      const url = stage.url(`answers-${address.replace(/\./g, '-')}`, '/product.jpg', [address]);
+      assertRefused(await generate(url), url);
+    }
+    assert.equal((await call('GET', `${V1}/balance`)).body.holds, 0);
+    assert.equal(stage.allowed.connections, 0);
+  });
+
+  it('follows a redirect to an allowed address, refuses one to an internal address (a name, or a literal in any spelling)', async () => {
+    const allowedTarget = stage.url('redirect-ok', '/product.jpg', [ALLOWED_ADDRESS]);
+    const ok = await generate(stage.url('redirector', `/moved?to=${encodeURIComponent(allowedTarget)}`, [ALLOWED_ADDRESS]));
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    const port = stage.allowed.port;
+    for (const to of [stage.url('redirect-refused', '/product.jpg', [REFUSED_ADDRESS]), `https://${REFUSED_ADDRESS}:${port}/product.jpg`,
+      `https://2130706433:${port}/`, `https://0x7f.1:${port}/`, `https://0177.0.0.1:${port}/`, `https://[::ffff:127.0.0.1]:${port}/`,
+      `https://[::ffff:7f00:1]:${port}/`, 'https://169.254.169.254/latest/meta-data/', 'https://[fd00::1]/', 'https://100.64.0.1/']) {
+      assertRefused(await generate(stage.url('redirector', `/moved?to=${encodeURIComponent(to)}`, [ALLOWED_ADDRESS])), to);
+    }
+  });
+
+  it('DNS rebinding: the image comes from the address the check saw; when the name then answers a refused address, 400 and nothing connects', async () => {
+    const url = stage.url('rebinding-image', '/product.jpg', [ALLOWED_ADDRESS], [REFUSED_ADDRESS]);
+    const fetched = await generate(url);
+    assert.equal(fetched.status, 200, JSON.stringify(fetched.body));
+    assert.equal(stage.dns.queries('rebinding-image.rebind.test'), 1, 'one answer, checked and connected to');
+    assertRefused(await generate(url), url);
+    assert.equal(stage.dns.queries('rebinding-image.rebind.test'), 2);
   });
 });

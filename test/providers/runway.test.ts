@@ -191,6 +191,29 @@ describe('Runway adapter (against a local Runway wire-format server)', function 
       assert.equal((await provider.checkVideo(taskId)).state, 'done');
     });
 
+    it('a lying Content-Length on the output: the declared MP4 when more follows, output_too_large from the header, download_failed when fewer bytes come', async () => {
+      const mp4 = await sampleMp4();
+      server.nextTask({ status: 'SUCCEEDED' });
+      const provider = runway({ download: { timeoutMs: 1_000 } });
+      const { taskId } = await provider.startVideo(job()) as { taskId: string };
+      server.failNext('output', { lying: { declared: mp4.length, then: 'endless' } });
+      assert.deepEqual(await provider.checkVideo(taskId), { state: 'done', asset: { bytes: mp4, extension: 'mp4' } }, 'the declared bytes, the rest never read');
+
+      const started = Date.now();
+      server.failNext('output', { lying: { declared: 1e12, then: 'stall' } });
+      const huge = await rejectsWith(runway({ download: { timeoutMs: 5_000 } }).checkVideo(taskId), 'output_too_large', false);
+      assert.match(huge.message, /is 1000000000000 bytes; the limit is 209715200/);
+      assert.ok(Date.now() - started < 5_000, 'refused from the header, not at the deadline');
+
+      server.failNext('output', { lying: { declared: mp4.length + 1000, then: 'close' } });
+      const closed = await rejectsWith(provider.checkVideo(taskId), 'download_failed', true);
+      assert.doesNotMatch(closed.message, /timed out/);
+      server.failNext('output', { lying: { declared: mp4.length + 1000, then: 'stall' } });
+      const stalled = await rejectsWith(provider.checkVideo(taskId), 'download_failed', true);
+      assert.match(stalled.message, /timed out after 1000 ms/);
+      assert.equal(server.requests.filter((r) => r.path.startsWith(`/outputs/${taskId}.mp4`)).length, 4);
+    });
+
     it('refuses an output URL that points to a private address (outside OUTBOUND_ALLOW_CIDRS)', async () => {
       server.nextTask({ status: 'SUCCEEDED' });
       const { taskId } = await runway().startVideo(job()) as { taskId: string };

@@ -7,12 +7,16 @@ import path from 'node:path';
 
 export interface TestHttpsServer {
   url: string;
+  port: number;
+  /** TCP connections accepted, whether or not a request followed. */
+  connections: number;
   requests: { method: string; path: string; headers: IncomingMessage['headers']; body: Buffer; at: number }[];
   close(): Promise<void>;
 }
 
 export async function startHttpsServer(
   handler: (req: IncomingMessage, res: ServerResponse, body: Buffer) => void | Promise<void>,
+  listen: { host?: string; port?: number } = {},
 ): Promise<TestHttpsServer> {
   const dir = process.env.TEST_TLS_DIR;
   if (!dir) throw new Error('TEST_TLS_DIR is not set: run the suite with `npm test`');
@@ -29,9 +33,16 @@ export async function startHttpsServer(
       void Promise.resolve(handler(req, res, body)).catch(() => res.destroy());
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  let connections = 0;
+  server.on('connection', () => connections++);
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(listen.port ?? 0, listen.host ?? '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
   return {
-    url: `https://localhost:${(server.address() as AddressInfo).port}`,
+    url: `https://localhost:${port}`,
+    port,
+    get connections() {
+      return connections;
+    },
     requests,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();

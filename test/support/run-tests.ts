@@ -9,11 +9,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+/** The certificate names `localhost` and `*.rebind.test` (names the suite's own DNS server answers: dns-server.ts). */
 function makeCertificates(dir: string): void {
   const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca-key.pem', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=imagery test CA');
   openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'localhost-key.pem', '-out', 'localhost.csr', '-subj', '/CN=localhost');
-  writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nbasicConstraints=CA:FALSE\n');
+  writeFileSync(path.join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,DNS:*.rebind.test,IP:127.0.0.1,IP:::1\nbasicConstraints=CA:FALSE\n');
   openssl('x509', '-req', '-in', 'localhost.csr', '-CA', 'ca.pem', '-CAkey', 'ca-key.pem', '-CAcreateserial',
     '-out', 'localhost-cert.pem', '-days', '2', '-extfile', 'san.ext');
 }

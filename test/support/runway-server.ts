@@ -17,6 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { resolveFfmpeg } from '../../src/providers/local-renderer/video';
 import { startHttpsServer, TestHttpsServer } from './https-server';
+import { LyingAnswer, sendLyingAnswer } from './lying-answer';
 
 export const RUNWAY_VERSION = '2024-11-06';
 export const RUNWAY_TEST_KEY = `key_${'0123456789abcdef'.repeat(8)}`;
@@ -28,8 +29,11 @@ export type TaskState =
   | { status: 'SUCCEEDED'; /** The bytes behind the output URL (default: a real 1-second MP4). */ output?: Buffer }
   | { status: 'FAILED'; failureCode?: string; failure?: string };
 
-/** A scripted error answer: a status with `{"error": message}`, or no answer at all (the request hangs). */
-export type ErrorAnswer = { status: number; error?: string } | 'hang';
+/**
+ * A scripted error answer: a status with `{"error": message}`, no answer at all (the request hangs), or (for an
+ * output) the MP4 under a Content-Length that lies about it (`lying-answer.ts`).
+ */
+export type ErrorAnswer = { status: number; error?: string } | 'hang' | { lying: Omit<LyingAnswer, 'body'> };
 
 export type Route = 'submit' | 'poll' | 'cancel' | 'output';
 
@@ -140,7 +144,8 @@ export async function startRunwayServer(options: { apiKey?: string } = {}): Prom
     }
     const failure = errors[route].shift();
     if (failure === 'hang') return; // no answer: the caller's deadline must end it
-    if (failure) return send(res, failure.status, { error: failure.error ?? `Scripted HTTP ${failure.status}` });
+    const lie = failure && 'lying' in failure ? failure.lying : undefined;
+    if (failure && 'status' in failure) return send(res, failure.status, { error: failure.error ?? `Scripted HTTP ${failure.status}` });
 
     if (route === 'submit') {
       let body: Record<string, any>;
@@ -167,6 +172,7 @@ export async function startRunwayServer(options: { apiKey?: string } = {}): Prom
     }
     const state = task.states[task.states.length - 1];
     const bytes = (state.status === 'SUCCEEDED' && state.output) || await sampleMp4();
+    if (lie) return sendLyingAnswer(res, { ...lie, body: bytes, contentType: 'video/mp4' });
     res.writeHead(200, { 'Content-Type': 'video/mp4', 'Content-Length': bytes.length }).end(bytes);
   };
 

@@ -20,7 +20,7 @@ import { allFrom, Providers } from '../../src/providers';
 import type { ImageProvider, TextProvider, VideoProvider } from '../../src/providers/provider';
 import { type AssetStore, FileAssetStore } from '../../src/storage/asset-store';
 import { UrlSigner } from '../../src/storage/signed-urls';
-import { OutboundPolicy } from '../../src/net/outbound';
+import { OutboundPolicy, ResolveHost } from '../../src/net/outbound';
 import { SecretBox } from '../../src/secrets';
 import type { ActivityDeps } from '../../activities';
 import { connectClient } from '../../src/temporal/client';
@@ -52,6 +52,8 @@ export interface StackOptions {
   providers?: Providers;
   taskQueue?: string;
   outboundAllowCidrs?: string[];
+  /** How the API's and the worker's outbound policies resolve names (the system's resolver by default). */
+  outboundResolveHost?: ResolveHost;
   webhookRetryInitialMs?: number;
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
@@ -83,8 +85,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const temporal = await connectClient(env.temporalAddress, 'default');
   const store = options.store ?? new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
   const provider = options.provider ?? new LocalRenderer();
-  const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs);
-  const workerOutbound = options.workerOutboundAllowCidrs ? new OutboundPolicy(options.workerOutboundAllowCidrs) : outbound;
+  const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs, options.outboundResolveHost);
+  const workerOutbound = options.workerOutboundAllowCidrs ? new OutboundPolicy(options.workerOutboundAllowCidrs, options.outboundResolveHost) : outbound;
   const deps: ActivityDeps = { db, store, providers: options.providers ?? allFrom(provider), outbound: workerOutbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200 };
 
   let worker: Worker | undefined;

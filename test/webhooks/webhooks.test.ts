@@ -4,7 +4,9 @@ import { ProviderError } from '../../src/providers/provider';
 import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
+import { INTERNAL_URLS } from '../support/internal-urls';
 import { ScriptedProvider } from '../support/providers';
+import { ALLOW_CIDRS, ALLOWED_ADDRESS, REFUSED_ADDRESS, RebindingStage, startRebindingStage } from '../support/rebinding';
 import { Stack, startStack } from '../support/stack';
 
 /** The receiver's side of the contract: verify the signature of the raw body in constant time. */
@@ -100,6 +102,23 @@ describe('webhooks', function () {
           assert.equal(res.status, 422, JSON.stringify(body).slice(0, 80));
           assert.match(res.body.detail[0].msg, message);
         }
+      } finally {
+        await strict.stop();
+      }
+    });
+
+    it('refuses every internal address form, as a registered URL and as an ad-hoc webhook_url: 422', async () => {
+      const strict = await startStack({ withWorker: false, outboundAllowCidrs: [] });
+      try {
+        const call = apiClient(strict.baseUrl, (await newAccount(strict.db, 50)).apiKey);
+        for (const url of [...INTERNAL_URLS, `https://localhost:${new URL(receiver.url).port}/hook`]) {
+          const registered = await call('POST', `${V1}/webhooks`, { url });
+          assert.deepEqual([registered.status, registered.body.detail?.[0]?.msg], [422, 'The URL points to a private or local address'], url);
+          const adHoc = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup', category_id: 'home', webhook_url: url });
+          assert.equal(adHoc.status, 422, url);
+          assert.deepEqual(adHoc.body.detail[0], { loc: ['body', 'webhook_url'], msg: 'The URL points to a private or local address', type: 'url' }, url);
+        }
+        assert.deepEqual((await call('GET', `${V1}/webhooks`)).body.webhooks, []);
       } finally {
         await strict.stop();
       }
@@ -320,6 +339,112 @@ describe('webhooks', function () {
       assert.equal(row.attempts, 1);
       assert.match(row.last_error, /private or local/);
       assert.equal(received(path).length, 0);
+    });
+  });
+
+  describe('the send-time address check of literal addresses', () => {
+    let strictWorker: Stack;
+    let literal: TestHttpsServer;
+    before(async () => {
+      strictWorker = await startStack({ webhookRetryInitialMs: 100, workerOutboundAllowCidrs: [] });
+      literal = await startHttpsServer((req, res) => void res.writeHead(200).end('ok'));
+    });
+    after(async () => {
+      await literal.close();
+      await strictWorker.stop();
+    });
+
+    it('refuses, without connecting, loopback written as a literal in any spelling, registered or ad hoc, allowed when given', async () => {
+      const call = apiClient(strictWorker.baseUrl, (await newAccount(strictWorker.db, 50)).apiKey);
+      const port = literal.port;
+      const registered = [`https://127.0.0.1:${port}/a`, `https://2130706433:${port}/b`, `https://0x7f.1:${port}/c`, `https://0177.0.0.1:${port}/d`,
+        `https://[::ffff:127.0.0.1]:${port}/e`];
+      for (const url of registered) assert.equal((await call('POST', `${V1}/webhooks`, { url })).status, 201, `${url} allowed when registered`);
+      const action = (await call('POST', `${V1}/generate/photo`, {
+        images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K', webhook_url: `https://[::ffff:7f00:1]:${port}/f`,
+      })).body;
+      await strictWorker.temporal.workflow.getHandle(actionWorkflowId(action.action_id)).result();
+      const deliveries = await strictWorker.db.query('SELECT id FROM webhook_deliveries WHERE action_id = $1', [action.action_id]);
+      assert.equal(deliveries.length, 6);
+      for (const { id } of deliveries) {
+        assert.equal((await strictWorker.temporal.workflow.getHandle(deliveryWorkflowId(id)).result()).status, 'failed');
+        const [row] = await strictWorker.db.query('SELECT url, attempts, last_error FROM webhook_deliveries WHERE id = $1', [id]);
+        assert.deepEqual([row.attempts, row.last_error], [1, 'points to a private or local address'], row.url);
+      }
+      assert.equal(literal.connections, 0, 'no connection was made');
+    });
+  });
+
+  describe('DNS rebinding of webhook URLs (a DNS server of the test, 127.0.0.2 allowed, loopback refused)', () => {
+    let stage: RebindingStage;
+    let rebinding: Stack;
+    let call: ReturnType<typeof apiClient>;
+    before(async () => {
+      stage = await startRebindingStage((req, res) => {
+        const to = new URL(req.url!, 'https://x').searchParams.get('to');
+        if (to) return void res.writeHead(302, { Location: to }).end();
+        res.writeHead(200).end('allowed');
+      });
+      rebinding = await startStack({ webhookRetryInitialMs: 100, outboundAllowCidrs: ALLOW_CIDRS, outboundResolveHost: (host) => stage.dns.resolveHost(host) });
+      call = apiClient(rebinding.baseUrl, (await newAccount(rebinding.db, 100)).apiKey);
+    });
+    after(async () => {
+      await rebinding.stop();
+      await stage.close();
+    });
+    afterEach(() => assert.equal(stage.refused.connections, 0, `${REFUSED_ADDRESS} got a connection`));
+
+    /** Generates with `extra`, and answers the outcome and row of each of the action's deliveries. */
+    async function deliveries(extra: Record<string, unknown> = {}) {
+      const res = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K', ...extra });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      await rebinding.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result();
+      const rows = await rebinding.db.query('SELECT id, url FROM webhook_deliveries WHERE action_id = $1', [res.body.action_id]);
+      return Promise.all(rows.map(async ({ id, url }: { id: string; url: string }) => {
+        const outcome = await rebinding.temporal.workflow.getHandle(deliveryWorkflowId(id)).result();
+        const [row] = await rebinding.db.query('SELECT attempts, last_error FROM webhook_deliveries WHERE id = $1', [id]);
+        return { url, status: outcome.status, attempts: row.attempts, lastError: row.last_error };
+      }));
+    }
+    const requestsTo = (path: string) => stage.allowed.requests.filter((r) => r.path === path).length;
+
+    it('a name that keeps answering the allowed address is delivered to it (the stage works)', async () => {
+      const url = stage.url('steady', '/steady', [ALLOWED_ADDRESS]);
+      const hook = await call('POST', `${V1}/webhooks`, { url, events: ['generation.completed'] });
+      assert.equal(hook.status, 201, JSON.stringify(hook.body));
+      assert.deepEqual(await deliveries(), [{ url, status: 'delivered', attempts: 1, lastError: null }]);
+      assert.equal(requestsTo('/steady'), 1);
+      await call('DELETE', `${V1}/webhooks/${hook.body.id}`);
+    });
+
+    it('allowed when registered, refused when sent: the delivery fails on its first attempt and nothing connects', async () => {
+      const url = stage.url('registered', '/registered', [ALLOWED_ADDRESS], [REFUSED_ADDRESS]);
+      const hook = await call('POST', `${V1}/webhooks`, { url, events: ['generation.completed'] });
+      assert.equal(hook.status, 201, 'allowed when registered');
+      assert.deepEqual(await deliveries(), [{ url, status: 'failed', attempts: 1, lastError: 'points to a private or local address' }]);
+      assert.equal(stage.dns.queries('registered.rebind.test'), 2, 'checked at registration, and again on the connect');
+      assert.equal(requestsTo('/registered'), 0);
+      await call('DELETE', `${V1}/webhooks/${hook.body.id}`);
+    });
+
+    it('an ad-hoc webhook_url allowed when the request is made, refused when sent: failed, nothing connects', async () => {
+      const url = stage.url('ad-hoc', '/ad-hoc', [ALLOWED_ADDRESS], [REFUSED_ADDRESS]);
+      assert.deepEqual(await deliveries({ webhook_url: url }), [{ url, status: 'failed', attempts: 1, lastError: 'points to a private or local address' }]);
+      assert.equal(requestsTo('/ad-hoc'), 0);
+    });
+
+    it('a receiver that redirects to an internal address is not followed: the 302 is a failed attempt, the target never asked or reached', async () => {
+      const target = stage.url('redirect-target', '/hook', [REFUSED_ADDRESS]);
+      const url = stage.url('redirector', `/redirect?to=${encodeURIComponent(target)}`, [ALLOWED_ADDRESS]);
+      assert.deepEqual(await deliveries({ webhook_url: url }), [{ url, status: 'failed', attempts: 3, lastError: 'HTTP 302' }]);
+      assert.equal(requestsTo(new URL(url).pathname + new URL(url).search), 3);
+      assert.equal(stage.dns.queries('redirect-target.rebind.test'), 0);
+    });
+
+    it('refused when registered (the name answers loopback first): 422', async () => {
+      const url = stage.url('refused-first', '/hook', [REFUSED_ADDRESS], [ALLOWED_ADDRESS]);
+      const res = await call('POST', `${V1}/webhooks`, { url });
+      assert.deepEqual([res.status, res.body.detail?.[0]?.msg], [422, 'The URL points to a private or local address']);
     });
   });
 
