@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { temporal as proto } from '@temporalio/proto';
 import { checkInvariants } from './invariants';
@@ -61,9 +61,13 @@ for (const kind of ['dev', 'server'] as const) {
       await runway?.close();
     });
 
+    /** Every API key and webhook secret the scenarios made: none may appear in any process's log. */
+    const secrets: string[] = [];
+
     async function account(sparks: number) {
       const created = await newAccount(stack.db, sparks);
       accounts.push(created.accountId);
+      secrets.push(created.apiKey);
       return { ...created, call: apiClient(stack.apiUrl, created.apiKey) };
     }
 
@@ -178,6 +182,7 @@ for (const kind of ['dev', 'server'] as const) {
         const { call } = await account(100);
         const hook = await call('POST', `${V1}/webhooks`, { url: `${receiver.url}/hook`, events: ['generation.completed'] });
         assert.equal(hook.status, 201, JSON.stringify(hook.body));
+        secrets.push(hook.body.secret);
         const ids = await generate(call, 3);
         const lost = await settle(ids);
         const deliveries = () => stack.db.query('SELECT status, attempts, max_attempts FROM webhook_deliveries WHERE action_id = ANY($1)', [ids]);
@@ -202,6 +207,7 @@ for (const kind of ['dev', 'server'] as const) {
         const { call } = await account(100);
         const hook = await call('POST', `${V1}/webhooks`, { url: `${receiver.url}/hook`, events: ['generation.completed'] });
         assert.equal(hook.status, 201, JSON.stringify(hook.body));
+        secrets.push(hook.body.secret);
         const ids = await generate(call, 2);
         const lost = await settle(ids);
         await eventually(async () => receiver.requests.length, (n) => n > 0, 60_000);
@@ -366,6 +372,15 @@ for (const kind of ['dev', 'server'] as const) {
         assert.equal(res.status, 200, JSON.stringify(res.body));
       }));
       await record('cancel racing completion', ids.length, await settle(ids, ['completed', 'cancelled']), null);
+    });
+
+    it('no API key or webhook secret of the scenarios, nor a wrong key sent to the API, appears in any process\'s log', async () => {
+      const wrongKey = `sk_live_${randomUUID().replace(/-/g, '')}`;
+      for (const url of stack.apiUrls) assert.equal((await apiClient(url, wrongKey)('GET', `${V1}/balance`)).status, 401);
+      const logs = await Promise.all((await readdir(stack.logsDir)).map((f) => readFile(path.join(stack.logsDir, f), 'utf8')));
+      assert.ok(secrets.length > accounts.length, 'webhook secrets were made too');
+      assert.ok(logs.join('').length > 0);
+      for (const secret of [...secrets, wrongKey]) assert.ok(!logs.some((text) => text.includes(secret)), `a secret (${secret.slice(0, 8)}...) is in a log`);
     });
   });
 }

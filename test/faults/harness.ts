@@ -80,6 +80,8 @@ export interface FaultStack {
   db: DataSource;
   temporal: Client;
   assetsDir: string;
+  /** Where every process of the stack writes its log. */
+  logsDir: string;
   workers: ServiceProcess[];
   /** Starts one more worker process. */
   startWorker(): Promise<ServiceProcess>;
@@ -134,7 +136,7 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string, extr
     const connection = await Connection.connect({ address: backend.address });
     stops.push(() => connection.close());
     return {
-      backend, postgres, apiUrl: apiUrls[0], apiUrls, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, workers, startWorker,
+      backend, postgres, apiUrl: apiUrls[0], apiUrls, db, temporal: new Client({ connection, namespace: 'default' }), assetsDir, logsDir: logs, workers, startWorker,
       async replaceWorker(meanwhile) {
         await workers.shift()!.kill('SIGKILL');
         await meanwhile?.();
