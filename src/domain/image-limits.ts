@@ -1,3 +1,7 @@
+/**
+ * How large an image the service decodes, and the one check every image passes before it is stored: an input at
+ * the API, or a provider's picture in a worker.
+ */
 import sharp from 'sharp';
 
 /**
@@ -40,4 +44,90 @@ export async function decodeEveryPixel(bytes: Buffer, width: number, height: num
     .resize({ width: Math.ceil(width / 8), height: Math.ceil(height / 8), fit: 'fill', fastShrinkOnLoad: false })
     .raw()
     .toBuffer();
+}
+
+/** What the bytes say an image is (the first bytes, never a declared media type). */
+export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'heic';
+
+/** The formats the service stores: HEIC is converted to JPEG on arrival. */
+export type StoredImageFormat = Exclude<ImageFormat, 'heic'>;
+
+export function sniffImageFormat(bytes: Buffer): ImageFormat | undefined {
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
+  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'webp';
+  if (bytes.length >= 12 && bytes.toString('latin1', 4, 8) === 'ftyp' && /^(heic|heix|hevc|hevx|heim|heis|mif1|msf1)$/.test(bytes.toString('latin1', 8, 12))) return 'heic';
+  return undefined;
+}
+
+/**
+ * An image the service will not store, and why: `too_large` (over a cap, found from the header), `not_an_image`
+ * (not one of the accepted formats) or `undecodable`. The message is what follows the image's name in a sentence
+ * (`is 7100x7100 pixels; the limit is 50000000 pixels`), so each caller names the image its own way.
+ */
+export class ImageRefused extends Error {
+  constructor(readonly reason: 'too_large' | 'not_an_image' | 'undecodable', message: string) {
+    super(message);
+    this.name = 'ImageRefused';
+  }
+}
+
+/** Bytes that passed `usableImage`, with their format and size. */
+export interface UsableImage {
+  bytes: Buffer;
+  format: StoredImageFormat;
+  width: number;
+  height: number;
+}
+
+export interface ImageCheckOptions {
+  /**
+   * Converts a HEIC (its pixel count checked) to JPEG. Without it HEIC is not accepted. What it throws passes
+   * through unchanged (a busy converter is not the image's fault).
+   */
+  heicToJpeg?: (heic: Buffer, pixels: number) => Promise<Buffer>;
+}
+
+const FORMAT_NAMES: Record<ImageFormat, string> = { jpeg: 'JPEG', png: 'PNG', webp: 'WebP', heic: 'HEIC' };
+
+const undecodable = (format: ImageFormat, err: unknown) =>
+  new ImageRefused('undecodable', `cannot be decoded as ${format.toUpperCase()} (${(err as Error).message})`);
+
+/**
+ * The check of an image before it is stored: the real format sniffed from the bytes, the size capped from the
+ * header alone (MAX_IMAGE_SIDE, MAX_IMAGE_PIXELS, MAX_HEIC_PIXELS for HEIC) before anything is decoded, HEIC
+ * converted to JPEG, then every pixel decoded once, in bounded memory. Throws ImageRefused for an image the
+ * service will not take.
+ */
+export async function usableImage(original: Buffer, options: ImageCheckOptions = {}): Promise<UsableImage> {
+  const accepted: ImageFormat[] = options.heicToJpeg ? ['jpeg', 'png', 'webp', 'heic'] : ['jpeg', 'png', 'webp'];
+  const sniffed = sniffImageFormat(original);
+  if (!sniffed || !accepted.includes(sniffed)) {
+    const names = accepted.map((f) => FORMAT_NAMES[f]);
+    throw new ImageRefused('not_an_image', `is not a ${names.slice(0, -1).join(', ')} or ${names.at(-1)} image`);
+  }
+  // The header alone gives the size; for HEIC too, since sharp reads the HEIF container without an HEVC decoder.
+  const header = await sharp(original, { failOn: 'error', limitInputPixels: false }).metadata().catch((err) => {
+    throw undecodable(sniffed, err);
+  });
+  const refusal = sizeRefusal(header.width ?? 0, header.height ?? 0);
+  if (refusal) throw new ImageRefused('too_large', `is ${refusal}`);
+  const pixels = (header.width ?? 0) * (header.height ?? 0);
+  if (sniffed === 'heic' && pixels > MAX_HEIC_PIXELS) {
+    throw new ImageRefused('too_large', `is ${header.width}x${header.height} pixels; the limit is ${MAX_HEIC_PIXELS} pixels for HEIC (send larger photos as JPEG)`);
+  }
+  let bytes = original;
+  let format = sniffed;
+  if (sniffed === 'heic') {
+    bytes = await options.heicToJpeg!(original, pixels);
+    format = 'jpeg';
+  }
+  try {
+    const { width, height } = sniffed === 'heic' ? await sharp(bytes).metadata() : header;
+    if (!width || !height) throw new Error('no dimensions');
+    await decodeEveryPixel(bytes, width, height);
+    return { bytes, format: format as StoredImageFormat, width, height };
+  } catch (err) {
+    throw undecodable(format, err);
+  }
 }

@@ -203,7 +203,7 @@ describe('Gemini adapter on the wire', function () {
     it('a picture that is truncated or over the size caps is refused as bad_answer before anything is stored', async () => {
       const truncated = result.subarray(0, Math.floor(result.length * 0.6));
       const line = await sharp({ create: { width: 20_001, height: 2, channels: 3, background: '#808080' } }).png().toBuffer();
-      for (const [bytes, why] of [[truncated, /^Gemini's image \(image\/jpeg\) cannot be decoded: /], [line, /^Gemini's image is 20001x2 pixels; the limit is 20000 pixels a side$/]] as const) {
+      for (const [bytes, why] of [[truncated, /^Gemini's image cannot be decoded as PNG \(/], [line, /^Gemini's image is 20001x2 pixels; the limit is 20000 pixels a side$/]] as const) {
         server.script(...Array.from({ length: 2 }, () => imageAnswer(bytes, 'image/jpeg')));
         const err = await refusal(gemini.renderPhoto(photo));
         assert.deepEqual([err.code, err.retryable], ['bad_answer', false]);
