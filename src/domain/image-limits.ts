@@ -19,6 +19,13 @@ export const MAX_IMAGE_PIXELS = 50_000_000;
 export const MAX_HEIC_PIXELS = 25_000_000;
 
 /**
+ * The most pixels of an image of 16 bits a channel (a PNG): 25 megapixels, since each costs twice the memory of an
+ * 8-bit one (an interlaced PNG is decoded whole: 25 megapixels of 16-bit RGBA are 400 MB, as 50 of 8-bit are).
+ * A 16-bit photo of that size is far over MAX_IMAGE_BYTES; only a flat, made-up picture fits under it.
+ */
+export const MAX_16_BIT_PIXELS = 25_000_000;
+
+/**
  * The longest side the service decodes: 20,000 pixels, beyond the widest phone panoramas. Within the pixel cap a
  * 49,000,000x1 line still decodes in gigabytes of scratch memory and seconds of CPU; no photo is shaped like that.
  */
@@ -62,11 +69,12 @@ export function sniffImageFormat(bytes: Buffer): ImageFormat | undefined {
 
 /**
  * An image the service will not store, and why: `too_large` (over a cap, found from the header), `not_an_image`
- * (not one of the accepted formats) or `undecodable`. The message is what follows the image's name in a sentence
+ * (not one of the accepted formats), `animated` (several frames: which one is the product photo is the sender's
+ * choice, not the service's) or `undecodable`. The message is what follows the image's name in a sentence
  * (`is 7100x7100 pixels; the limit is 50000000 pixels`), so each caller names the image its own way.
  */
 export class ImageRefused extends Error {
-  constructor(readonly reason: 'too_large' | 'not_an_image' | 'undecodable', message: string) {
+  constructor(readonly reason: 'too_large' | 'not_an_image' | 'animated' | 'undecodable', message: string) {
     super(message);
     this.name = 'ImageRefused';
   }
@@ -93,11 +101,50 @@ const FORMAT_NAMES: Record<ImageFormat, string> = { jpeg: 'JPEG', png: 'PNG', we
 const undecodable = (format: ImageFormat, err: unknown) =>
   new ImageRefused('undecodable', `cannot be decoded as ${format.toUpperCase()} (${(err as Error).message})`);
 
+/** The frame count an APNG declares (its `acTL` chunk, which comes before the image data), or 1 for a still PNG. */
+function pngFrames(png: Buffer): number {
+  for (let at = 8; at + 12 <= png.length; at += 12 + png.readUInt32BE(at)) {
+    const type = png.toString('latin1', at + 4, at + 8);
+    if (type === 'IDAT') return 1;
+    if (type === 'acTL') return at + 16 <= png.length ? png.readUInt32BE(at + 8) : 1;
+  }
+  return 1;
+}
+
+/** How many frames the image has, from its header: WebP as sharp reads it, PNG from its APNG chunk. */
+function framesOf(bytes: Buffer, format: ImageFormat, header: sharp.Metadata): number {
+  if (format === 'png') return pngFrames(bytes);
+  if (format === 'webp') return header.pages ?? 1;
+  return 1; // JPEG has one; a HEIC of several images is converted from its primary image.
+}
+
 /**
- * The check of an image before it is stored: the real format sniffed from the bytes, the size capped from the
- * header alone (MAX_IMAGE_SIDE, MAX_IMAGE_PIXELS, MAX_HEIC_PIXELS for HEIC) before anything is decoded, HEIC
- * converted to JPEG, then every pixel decoded once, in bounded memory. Throws ImageRefused for an image the
- * service will not take.
+ * Whether the pixels must be converted before they are stored: CMYK (a print JPEG, whose inverted ink values a
+ * reader that ignores the colour space shows as a negative) and 16 bits a channel are not what every provider
+ * reads right, nor what the service's results are; 8-bit sRGB and 8-bit greyscale are.
+ */
+const needsEightBitSrgb = (header: sharp.Metadata): boolean => header.depth !== 'uchar' || (header.space !== 'srgb' && header.space !== 'b-w');
+
+/**
+ * The image as 8-bit sRGB (greyscale stays grey) in its own format, the colours converted through its ICC profile
+ * (sharp's CMYK profile when it has none) and its EXIF (orientation) kept. The conversion decodes every pixel, in
+ * one streaming pass: a JPEG is written without Huffman optimisation, which would hold every coefficient of the
+ * image (300 MB at 49 megapixels, against 26 MB without).
+ */
+async function asEightBitSrgb(bytes: Buffer, format: StoredImageFormat, header: sharp.Metadata): Promise<UsableImage> {
+  const grey = header.space === 'b-w' || header.space === 'grey16';
+  const pixels = sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }).keepExif().toColourspace(grey ? 'b-w' : 'srgb');
+  const encoded = format === 'jpeg' ? pixels.jpeg({ quality: 90, optimiseCoding: false }) : format === 'png' ? pixels.png() : pixels.webp({ lossless: true });
+  const { data, info } = await encoded.toBuffer({ resolveWithObject: true });
+  return { bytes: data, format, width: info.width, height: info.height };
+}
+
+/**
+ * The check of an image before it is stored: the real format sniffed from the bytes; from the header alone,
+ * before anything is decoded, the size capped (MAX_IMAGE_SIDE, MAX_IMAGE_PIXELS, MAX_HEIC_PIXELS for HEIC,
+ * MAX_16_BIT_PIXELS for 16 bits a channel) and animations refused (a GIF is not taken at all); HEIC converted to
+ * JPEG, CMYK and 16-bit pixels to 8-bit sRGB; every pixel decoded once, in bounded memory. Throws ImageRefused
+ * for an image the service will not take.
  */
 export async function usableImage(original: Buffer, options: ImageCheckOptions = {}): Promise<UsableImage> {
   const accepted: ImageFormat[] = options.heicToJpeg ? ['jpeg', 'png', 'webp', 'heic'] : ['jpeg', 'png', 'webp'];
@@ -116,6 +163,12 @@ export async function usableImage(original: Buffer, options: ImageCheckOptions =
   if (sniffed === 'heic' && pixels > MAX_HEIC_PIXELS) {
     throw new ImageRefused('too_large', `is ${header.width}x${header.height} pixels; the limit is ${MAX_HEIC_PIXELS} pixels for HEIC (send larger photos as JPEG)`);
   }
+  if (sniffed !== 'heic' && header.depth === 'ushort' && pixels > MAX_16_BIT_PIXELS) {
+    throw new ImageRefused('too_large',
+      `is ${header.width}x${header.height} pixels of 16 bits a channel; the limit is ${MAX_16_BIT_PIXELS} pixels for 16-bit images (send larger ones as 8-bit)`);
+  }
+  const frames = framesOf(original, sniffed, header);
+  if (frames > 1) throw new ImageRefused('animated', `is an animated ${FORMAT_NAMES[sniffed]} (${frames} frames); send one frame as a still image`);
   let bytes = original;
   let format = sniffed;
   if (sniffed === 'heic') {
@@ -125,6 +178,7 @@ export async function usableImage(original: Buffer, options: ImageCheckOptions =
   try {
     const { width, height } = sniffed === 'heic' ? await sharp(bytes).metadata() : header;
     if (!width || !height) throw new Error('no dimensions');
+    if (sniffed !== 'heic' && needsEightBitSrgb(header)) return await asEightBitSrgb(bytes, sniffed, header);
     await decodeEveryPixel(bytes, width, height);
     return { bytes, format: format as StoredImageFormat, width, height };
   } catch (err) {
