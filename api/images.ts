@@ -5,9 +5,8 @@
  * or stored.
  */
 import { createHash } from 'node:crypto';
-import sharp from 'sharp';
 import { sqlRow } from '../src/db/sql';
-import { decodeEveryPixel, MAX_HEIC_PIXELS, sizeRefusal } from '../src/domain/image-limits';
+import { ImageRefused, usableImage, type UsableImage } from '../src/domain/image-limits';
 import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../src/net/outbound';
 import { AppError, badRequest, generationUnavailable, imageTooLarge } from './errors';
 import { HeicConversionTimedOut, HeicConverterBusy, heicToJpeg } from './heic-converter';
@@ -18,26 +17,12 @@ const URL_FETCH_TIMEOUT_MS = 15_000;
 /** Seconds a request refused for a full HEIC converter queue is asked to wait (`Retry-After`). */
 const HEIC_BUSY_RETRY_AFTER_SECONDS = 5;
 
-export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'heic';
-
-export interface CheckedImage {
-  bytes: Buffer;
-  format: Exclude<ImageFormat, 'heic'>;
-  width: number;
-  height: number;
+export interface CheckedImage extends UsableImage {
   /** Set when the image is already stored (an upload). */
   storedKey?: string;
 }
 
 export interface ImageInput { url?: string; data?: string; media_type?: string }
-
-export function sniffImageFormat(bytes: Buffer): ImageFormat | undefined {
-  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
-  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
-  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'webp';
-  if (bytes.length >= 12 && bytes.toString('latin1', 4, 8) === 'ftyp' && /^(heic|heix|hevc|hevx|heim|heis|mif1|msf1)$/.test(bytes.toString('latin1', 8, 12))) return 'heic';
-  return undefined;
-}
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -77,40 +62,17 @@ async function convertHeic(heic: Buffer, pixels: number, where: string): Promise
 }
 
 /**
- * Sniffs, checks the pixel count from the header, converts HEIC (on a worker thread), and decodes every pixel once;
- * 413 over MAX_IMAGE_PIXELS (MAX_HEIC_PIXELS for HEIC) or MAX_IMAGE_SIDE, 400 for anything that is not a usable JPEG, PNG, WebP or
- * HEIC, 503 when the HEIC converter's queue is full.
+ * The input checked as every stored image is (`usableImage`), HEIC converted on the shared converter: 413 over
+ * MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS (MAX_HEIC_PIXELS for HEIC) or MAX_IMAGE_SIDE, 400 for anything that is not a
+ * usable JPEG, PNG, WebP or HEIC, 503 when the HEIC converter's queue is full.
  */
 export async function checkImage(original: Buffer, where: string): Promise<CheckedImage> {
   if (original.length > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${original.length} bytes; the limit is ${MAX_IMAGE_BYTES}`);
-  const sniffed = sniffImageFormat(original);
-  if (!sniffed) throw badRequest(`${where} is not a JPEG, PNG, WebP or HEIC image`);
-  const undecodable = (err: unknown, format: ImageFormat) =>
-    badRequest(`${where} cannot be decoded as ${format.toUpperCase()} (${(err as Error).message})`);
-
-  // The header alone gives the size; for HEIC too, since sharp reads the HEIF container without an HEVC decoder.
-  const header = await sharp(original, { failOn: 'error', limitInputPixels: false }).metadata().catch((err) => {
-    throw undecodable(err, sniffed);
-  });
-  const pixels = (header.width ?? 0) * (header.height ?? 0);
-  const refusal = sizeRefusal(header.width ?? 0, header.height ?? 0);
-  if (refusal) throw imageTooLarge(`${where} is ${refusal}`);
-  if (sniffed === 'heic' && pixels > MAX_HEIC_PIXELS) {
-    throw imageTooLarge(`${where} is ${header.width}x${header.height} pixels; the limit is ${MAX_HEIC_PIXELS} pixels for HEIC (send larger photos as JPEG)`);
-  }
-  let bytes = original;
-  let format = sniffed;
-  if (sniffed === 'heic') {
-    bytes = await convertHeic(original, pixels, where);
-    format = 'jpeg';
-  }
   try {
-    const { width, height } = sniffed === 'heic' ? await sharp(bytes).metadata() : header;
-    if (!width || !height) throw new Error('no dimensions');
-    await decodeEveryPixel(bytes, width, height);
-    return { bytes, format: format as CheckedImage['format'], width, height };
+    return await usableImage(original, { heicToJpeg: (heic, pixels) => convertHeic(heic, pixels, where) });
   } catch (err) {
-    throw undecodable(err, format);
+    if (!(err instanceof ImageRefused)) throw err;
+    throw err.reason === 'too_large' ? imageTooLarge(`${where} ${err.message}`) : badRequest(`${where} ${err.message}`);
   }
 }
 

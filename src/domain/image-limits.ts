@@ -1,3 +1,7 @@
+/**
+ * How large an image the service decodes, and the one check every image passes before it is stored: an input at
+ * the API, or a provider's picture in a worker.
+ */
 import sharp from 'sharp';
 
 /**
@@ -13,6 +17,13 @@ export const MAX_IMAGE_PIXELS = 50_000_000;
  * the 50-megapixel cap would allow; a larger photo (a 48-megapixel "HEIF Max" one) can be sent as JPEG.
  */
 export const MAX_HEIC_PIXELS = 25_000_000;
+
+/**
+ * The most pixels of an image of 16 bits a channel (a PNG): 25 megapixels, since each costs twice the memory of an
+ * 8-bit one (an interlaced PNG is decoded whole: 25 megapixels of 16-bit RGBA are 400 MB, as 50 of 8-bit are).
+ * A 16-bit photo of that size is far over MAX_IMAGE_BYTES; only a flat, made-up picture fits under it.
+ */
+export const MAX_16_BIT_PIXELS = 25_000_000;
 
 /**
  * The longest side the service decodes: 20,000 pixels, beyond the widest phone panoramas. Within the pixel cap a
@@ -40,4 +51,137 @@ export async function decodeEveryPixel(bytes: Buffer, width: number, height: num
     .resize({ width: Math.ceil(width / 8), height: Math.ceil(height / 8), fit: 'fill', fastShrinkOnLoad: false })
     .raw()
     .toBuffer();
+}
+
+/** What the bytes say an image is (the first bytes, never a declared media type). */
+export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'heic';
+
+/** The formats the service stores: HEIC is converted to JPEG on arrival. */
+export type StoredImageFormat = Exclude<ImageFormat, 'heic'>;
+
+export function sniffImageFormat(bytes: Buffer): ImageFormat | undefined {
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
+  if (bytes.length >= 8 && bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
+  if (bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP') return 'webp';
+  if (bytes.length >= 12 && bytes.toString('latin1', 4, 8) === 'ftyp' && /^(heic|heix|hevc|hevx|heim|heis|mif1|msf1)$/.test(bytes.toString('latin1', 8, 12))) return 'heic';
+  return undefined;
+}
+
+/**
+ * An image the service will not store, and why: `too_large` (over a cap, found from the header), `not_an_image`
+ * (not one of the accepted formats), `animated` (several frames: which one is the product photo is the sender's
+ * choice, not the service's) or `undecodable`. The message is what follows the image's name in a sentence
+ * (`is 7100x7100 pixels; the limit is 50000000 pixels`), so each caller names the image its own way.
+ */
+export class ImageRefused extends Error {
+  constructor(readonly reason: 'too_large' | 'not_an_image' | 'animated' | 'undecodable', message: string) {
+    super(message);
+    this.name = 'ImageRefused';
+  }
+}
+
+/** Bytes that passed `usableImage`, with their format and size. */
+export interface UsableImage {
+  bytes: Buffer;
+  format: StoredImageFormat;
+  width: number;
+  height: number;
+}
+
+export interface ImageCheckOptions {
+  /**
+   * Converts a HEIC (its pixel count checked) to JPEG. Without it HEIC is not accepted. What it throws passes
+   * through unchanged (a busy converter is not the image's fault).
+   */
+  heicToJpeg?: (heic: Buffer, pixels: number) => Promise<Buffer>;
+}
+
+const FORMAT_NAMES: Record<ImageFormat, string> = { jpeg: 'JPEG', png: 'PNG', webp: 'WebP', heic: 'HEIC' };
+
+const undecodable = (format: ImageFormat, err: unknown) =>
+  new ImageRefused('undecodable', `cannot be decoded as ${format.toUpperCase()} (${(err as Error).message})`);
+
+/** The frame count an APNG declares (its `acTL` chunk, which comes before the image data), or 1 for a still PNG. */
+function pngFrames(png: Buffer): number {
+  for (let at = 8; at + 12 <= png.length; at += 12 + png.readUInt32BE(at)) {
+    const type = png.toString('latin1', at + 4, at + 8);
+    if (type === 'IDAT') return 1;
+    if (type === 'acTL') return at + 16 <= png.length ? png.readUInt32BE(at + 8) : 1;
+  }
+  return 1;
+}
+
+/** How many frames the image has, from its header: WebP as sharp reads it, PNG from its APNG chunk. */
+function framesOf(bytes: Buffer, format: ImageFormat, header: sharp.Metadata): number {
+  if (format === 'png') return pngFrames(bytes);
+  if (format === 'webp') return header.pages ?? 1;
+  return 1; // JPEG has one; a HEIC of several images is converted from its primary image.
+}
+
+/**
+ * Whether the pixels must be converted before they are stored: CMYK (a print JPEG, whose inverted ink values a
+ * reader that ignores the colour space shows as a negative) and 16 bits a channel are not what every provider
+ * reads right, nor what the service's results are; 8-bit sRGB and 8-bit greyscale are.
+ */
+const needsEightBitSrgb = (header: sharp.Metadata): boolean => header.depth !== 'uchar' || (header.space !== 'srgb' && header.space !== 'b-w');
+
+/**
+ * The image as 8-bit sRGB (greyscale stays grey) in its own format, the colours converted through its ICC profile
+ * (sharp's CMYK profile when it has none) and its EXIF (orientation) kept. The conversion decodes every pixel, in
+ * one streaming pass: a JPEG is written without Huffman optimisation, which would hold every coefficient of the
+ * image (300 MB at 49 megapixels, against 26 MB without).
+ */
+async function asEightBitSrgb(bytes: Buffer, format: StoredImageFormat, header: sharp.Metadata): Promise<UsableImage> {
+  const grey = header.space === 'b-w' || header.space === 'grey16';
+  const pixels = sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }).keepExif().toColourspace(grey ? 'b-w' : 'srgb');
+  const encoded = format === 'jpeg' ? pixels.jpeg({ quality: 90, optimiseCoding: false }) : format === 'png' ? pixels.png() : pixels.webp({ lossless: true });
+  const { data, info } = await encoded.toBuffer({ resolveWithObject: true });
+  return { bytes: data, format, width: info.width, height: info.height };
+}
+
+/**
+ * The check of an image before it is stored: the real format sniffed from the bytes; from the header alone,
+ * before anything is decoded, the size capped (MAX_IMAGE_SIDE, MAX_IMAGE_PIXELS, MAX_HEIC_PIXELS for HEIC,
+ * MAX_16_BIT_PIXELS for 16 bits a channel) and animations refused (a GIF is not taken at all); HEIC converted to
+ * JPEG, CMYK and 16-bit pixels to 8-bit sRGB; every pixel decoded once, in bounded memory. Throws ImageRefused
+ * for an image the service will not take.
+ */
+export async function usableImage(original: Buffer, options: ImageCheckOptions = {}): Promise<UsableImage> {
+  const accepted: ImageFormat[] = options.heicToJpeg ? ['jpeg', 'png', 'webp', 'heic'] : ['jpeg', 'png', 'webp'];
+  const sniffed = sniffImageFormat(original);
+  if (!sniffed || !accepted.includes(sniffed)) {
+    const names = accepted.map((f) => FORMAT_NAMES[f]);
+    throw new ImageRefused('not_an_image', `is not a ${names.slice(0, -1).join(', ')} or ${names.at(-1)} image`);
+  }
+  // The header alone gives the size; for HEIC too, since sharp reads the HEIF container without an HEVC decoder.
+  const header = await sharp(original, { failOn: 'error', limitInputPixels: false }).metadata().catch((err) => {
+    throw undecodable(sniffed, err);
+  });
+  const refusal = sizeRefusal(header.width ?? 0, header.height ?? 0);
+  if (refusal) throw new ImageRefused('too_large', `is ${refusal}`);
+  const pixels = (header.width ?? 0) * (header.height ?? 0);
+  if (sniffed === 'heic' && pixels > MAX_HEIC_PIXELS) {
+    throw new ImageRefused('too_large', `is ${header.width}x${header.height} pixels; the limit is ${MAX_HEIC_PIXELS} pixels for HEIC (send larger photos as JPEG)`);
+  }
+  if (sniffed !== 'heic' && header.depth === 'ushort' && pixels > MAX_16_BIT_PIXELS) {
+    throw new ImageRefused('too_large',
+      `is ${header.width}x${header.height} pixels of 16 bits a channel; the limit is ${MAX_16_BIT_PIXELS} pixels for 16-bit images (send larger ones as 8-bit)`);
+  }
+  const frames = framesOf(original, sniffed, header);
+  if (frames > 1) throw new ImageRefused('animated', `is an animated ${FORMAT_NAMES[sniffed]} (${frames} frames); send one frame as a still image`);
+  let bytes = original;
+  let format = sniffed;
+  if (sniffed === 'heic') {
+    bytes = await options.heicToJpeg!(original, pixels);
+    format = 'jpeg';
+  }
+  try {
+    const { width, height } = sniffed === 'heic' ? await sharp(bytes).metadata() : header;
+    if (!width || !height) throw new Error('no dimensions');
+    if (sniffed !== 'heic' && needsEightBitSrgb(header)) return await asEightBitSrgb(bytes, sniffed, header);
+    await decodeEveryPixel(bytes, width, height);
+    return { bytes, format: format as StoredImageFormat, width, height };
+  } catch (err) {
+    throw undecodable(format, err);
+  }
 }

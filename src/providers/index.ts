@@ -74,7 +74,7 @@ function runway(config: ProviderConfig): RunwayProvider | string {
   return new RunwayProvider({
     apiKey: config.runwayApiKey, baseUrl: config.runwayBaseUrl, model: config.runwayVideoModel,
     pollIntervalSeconds: config.runwayPollIntervalSeconds, timeoutMs: config.runwayTimeoutMs,
-    outbound: new OutboundPolicy(config.outboundAllowCidrs),
+    outbound: new OutboundPolicy(config.outboundAllowCidrs), ffmpegPath: config.ffmpegPath,
   });
 }
 

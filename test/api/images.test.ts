@@ -8,6 +8,7 @@ import { OutboundPolicy } from '../../src/net/outbound';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
 import { largeHeic } from '../support/heic';
+import { animated, animatedPng, apngFrameHashes, centreSrgb, manyFrameWebp, meanSrgb, near, Rgb } from '../support/image-kinds';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { INTERNAL_URLS } from '../support/internal-urls';
 import { LyingAnswer, sendLyingAnswer } from '../support/lying-answer';
@@ -228,6 +229,155 @@ describe('image inputs over HTTP', function () {
       const res = await generate(call, { data: bytes.toString('base64'), media_type: 'image/gif' });
       assert.equal(res.status, 200);
     }
+  });
+
+  describe('animated, CMYK, 16-bit, greyscale and palette images', () => {
+    const RED: Rgb = [192, 32, 16];
+    const GREY: Rgb = [120, 120, 120];
+    const refusedBeforeAnything = async (accountId: number, call: ReturnType<typeof apiClient>) => {
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]);
+      assert.equal(n, 0, 'no action was placed');
+    };
+    /** The stored bytes of an upload. */
+    const storedUpload = async (uploadId: string) => {
+      const [{ input_key: key }] = await stack.db.query('SELECT input_key FROM uploads WHERE id = $1', [uploadId]);
+      return stack.store.read(key);
+    };
+    const analysedName = async (call: ReturnType<typeof apiClient>, data: string) => {
+      const res = await call('POST', `${V1}/analyze`, { image: { data }, locale: 'en' });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.product_name;
+    };
+
+    it('refuses animations (400 before anything is held or stored): a GIF as not a format taken, a WebP or APNG of several frames with a request for one frame', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const frames: Rgb[] = [RED, [30, 40, 200], [40, 160, Math.floor(Math.random() * 256)]]; // new bytes each run: the store outlives it
+      const gif = await animated('gif', frames);
+      const webp = await animated('webp', frames);
+      const apng = await animatedPng(RED, frames[2]);
+      assert.deepEqual([(await sharp(gif).metadata()).pages, (await sharp(webp).metadata()).pages], [3, 3], 'the fixtures are animations');
+      assert.equal((await apngFrameHashes(apng)).length, 2, 'the APNG has two different frames');
+      for (const [bytes, format, message] of [
+        [gif, 'png', /^images\[0\] is not a JPEG, PNG, WebP or HEIC image$/],
+        [webp, 'webp', /^images\[0\] is an animated WebP \(3 frames\); send one frame as a still image$/],
+        [apng, 'png', /^images\[0\] is an animated PNG \(2 frames\); send one frame as a still image$/],
+      ] as const) {
+        const data = bytes.toString('base64');
+        const res = await generate(call, { data, media_type: 'image/webp' });
+        assert.deepEqual([res.status, res.body.detail?.error], [400, 'invalid_request'], JSON.stringify(res.body));
+        assert.match(res.body.detail.message, message);
+        const upload = await call('POST', `${V1}/upload`, { image: { data } });
+        assert.deepEqual([upload.status, upload.body.detail?.error], [400, 'invalid_request'], JSON.stringify(upload.body));
+        const stored = await stack.store.open(inputKey({ bytes, format }));
+        stored?.stream.destroy();
+        assert.equal(stored, undefined, 'nothing was stored');
+      }
+      await refusedBeforeAnything(accountId, call);
+
+      const firstFrame = await sharp(webp).webp({ lossless: true }).toBuffer();
+      assert.equal((await sharp(firstFrame).metadata()).pages, undefined, 'a still WebP');
+      const still = await generate(call, { data: firstFrame.toString('base64') });
+      assert.equal(still.status, 200, 'one frame sent as a still image is taken');
+      assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(still.body.action_id)).result()).status, 'completed');
+    });
+
+    it('refuses a 100 KB WebP of 2000 frames of 2000x2000 (8 gigapixels in all) from its header: no frame is decoded, memory stays flat', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const bomb = await manyFrameWebp(2000, 2000);
+      assert.ok(bomb.length < 200_000, `${bomb.length} bytes`);
+      const data = bomb.toString('base64');
+      const before = process.memoryUsage.rss();
+      let peak = before;
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, process.memoryUsage.rss());
+      }, 2);
+      const res = await generate(call, { data }).finally(() => clearInterval(sampler));
+      assert.deepEqual([res.status, res.body.detail?.error], [400, 'invalid_request'], JSON.stringify(res.body));
+      assert.match(res.body.detail.message, /^images\[0\] is an animated WebP \(2000 frames\); send one frame as a still image$/);
+      // One frame decoded is 16 MB of RGBA, all of them 32 GB: the answer came from the header alone (the bound
+      // leaves room for the V8 heap, which may grow its young generation meanwhile).
+      assert.ok(peak - before < 64 * 1024 * 1024, `RSS grew by ${Math.round((peak - before) / 1024 / 1024)} MB while the request ran`);
+      await refusedBeforeAnything(accountId, call);
+    });
+
+    it('takes a CMYK JPEG converted to sRGB: stored, analysed and rendered in its real colours, not inverted', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const cmyk = await sharp({ create: { width: 320, height: 400, channels: 3, background: { r: RED[0], g: RED[1], b: RED[2] } } })
+        .toColourspace('cmyk').jpeg().toBuffer();
+      assert.equal((await sharp(cmyk).metadata()).space, 'cmyk', 'the fixture is CMYK');
+      const data = cmyk.toString('base64');
+      assert.equal(await analysedName(call, data), 'Red product');
+
+      const res = await generate(call, { data });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const [action] = await stack.db.query('SELECT params FROM actions WHERE id = $1', [res.body.action_id]);
+      const stored = await stack.store.read(action.params.inputs[0]);
+      const meta = await sharp(stored).metadata();
+      assert.deepEqual([meta.format, meta.space, meta.channels, meta.depth], ['jpeg', 'srgb', 3, 'uchar'], 'stored as an sRGB JPEG');
+      assert.match(action.params.inputs[0], /\.jpg$/);
+      const storedColour = await meanSrgb(stored);
+      assert.ok(near(storedColour, RED), `stored colour ${storedColour}`);
+
+      assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+      const status = (await call('GET', res.body.poll_url)).body;
+      const product = await centreSrgb(Buffer.from(await (await fetch(status.result_url)).arrayBuffer()));
+      assert.ok(near(product, RED, 24), `the product in the photo is ${product}`);
+    });
+
+    it('takes 16-bit PNGs, with and without alpha, as 8-bit PNGs in their colours (alpha kept); refuses one over 25 megapixels (413)', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const [r, g, b] = RED;
+      for (const alpha of [1, 0.5]) {
+        const deep = await sharp({ create: { width: 320, height: 400, channels: alpha === 1 ? 3 : 4, background: { r, g, b, alpha } } })
+          .toColourspace('rgb16').png().toBuffer();
+        const sent = await sharp(deep).metadata();
+        assert.deepEqual([sent.depth, sent.hasAlpha], ['ushort', alpha < 1], 'the fixture is 16-bit');
+        const data = deep.toString('base64');
+        assert.equal(await analysedName(call, data), 'Red product', `alpha ${alpha}`);
+        const upload = await call('POST', `${V1}/upload`, { image: { data } });
+        assert.equal(upload.status, 201, JSON.stringify(upload.body));
+        const stored = await storedUpload(upload.body.upload_id);
+        const meta = await sharp(stored).metadata();
+        assert.deepEqual([meta.format, meta.depth, meta.hasAlpha], ['png', 'uchar', alpha < 1], `alpha ${alpha}: stored as an 8-bit PNG`);
+        assert.ok(near(await meanSrgb(stored), RED, 2), `alpha ${alpha}: stored colour`);
+        const res = await generate(call, { data: upload.body.upload_id });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+      }
+      const over = await sharp({ create: { width: 5001, height: 5000, channels: 3, background: '#808080' } }).toColourspace('rgb16').png().toBuffer();
+      const res = await call('POST', `${V1}/upload`, { image: { data: over.toString('base64') } });
+      assert.deepEqual([res.status, res.body.detail?.error], [413, 'image_too_large'], JSON.stringify(res.body));
+      assert.match(res.body.detail.message, /^image is 5001x5000 pixels of 16 bits a channel; the limit is 25000000 pixels for 16-bit images \(send larger ones as 8-bit\)$/);
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 40, available: 40, holds: 0 }, 'the two renders were charged, the refusal was not');
+      await assertMoneyConsistent(stack.db, accountId);
+    });
+
+    it('takes greyscale, greyscale with alpha and palette PNGs as they are: stored unchanged, a grey product named grey', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+      const create = (channels: 3 | 4, [r, g, b]: Rgb) => sharp({ create: { width: 320, height: 400, channels, background: { r, g, b, alpha: 1 } } });
+      const kinds = [
+        { name: 'greyscale', bytes: await create(3, GREY).toColourspace('b-w').png().toBuffer(), channels: 1, colour: 'Grey product' },
+        { name: 'greyscale with alpha', bytes: await create(4, GREY).toColourspace('b-w').png().toBuffer(), channels: 2, colour: 'Grey product' },
+        { name: 'palette', bytes: await create(3, RED).png({ palette: true }).toBuffer(), channels: 3, colour: 'Red product' },
+      ];
+      for (const { name, bytes, channels, colour } of kinds) {
+        const meta = await sharp(bytes).metadata();
+        assert.equal(meta.channels, channels, `${name}: the fixture`);
+        if (name === 'palette') assert.equal(meta.isPalette, true);
+        const data = bytes.toString('base64');
+        assert.equal(await analysedName(call, data), colour, name);
+        const upload = await call('POST', `${V1}/upload`, { image: { data } });
+        assert.equal(upload.status, 201, JSON.stringify(upload.body));
+        assert.ok((await storedUpload(upload.body.upload_id)).equals(bytes), `${name}: stored as sent`);
+        const res = await generate(call, { data: upload.body.upload_id });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed', name);
+      }
+    });
   });
 
   describe('truncated images', () => {

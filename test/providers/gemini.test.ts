@@ -11,6 +11,7 @@ import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, n
 import {
   blocked, finishedWith, GeminiRequest, GeminiServer, httpError, imageAnswer, jsonAnswer, startGeminiServer, textAnswer,
 } from '../support/gemini-server';
+import { animated, meanSrgb, near } from '../support/image-kinds';
 import { Stack, startStack } from '../support/stack';
 
 const IMAGE_MODEL = 'test-image-model';
@@ -203,8 +204,31 @@ describe('Gemini adapter on the wire', function () {
     it('a picture that is truncated or over the size caps is refused as bad_answer before anything is stored', async () => {
       const truncated = result.subarray(0, Math.floor(result.length * 0.6));
       const line = await sharp({ create: { width: 20_001, height: 2, channels: 3, background: '#808080' } }).png().toBuffer();
-      for (const [bytes, why] of [[truncated, /^Gemini's image \(image\/jpeg\) cannot be decoded: /], [line, /^Gemini's image is 20001x2 pixels; the limit is 20000 pixels a side$/]] as const) {
+      for (const [bytes, why] of [[truncated, /^Gemini's image cannot be decoded as PNG \(/], [line, /^Gemini's image is 20001x2 pixels; the limit is 20000 pixels a side$/]] as const) {
         server.script(...Array.from({ length: 2 }, () => imageAnswer(bytes, 'image/jpeg')));
+        const err = await refusal(gemini.renderPhoto(photo));
+        assert.deepEqual([err.code, err.retryable], ['bad_answer', false]);
+        assert.match(err.message, why);
+      }
+    });
+
+    it('a CMYK JPEG or 16-bit PNG picture is stored as 8-bit sRGB in its colours; an animated one is refused as bad_answer', async () => {
+      const red = () => sharp({ create: { width: 96, height: 128, channels: 3, background: '#c02010' } });
+      const cmyk = await red().toColourspace('cmyk').jpeg().toBuffer();
+      const deep = await red().toColourspace('rgb16').png().toBuffer();
+      for (const [bytes, extension] of [[cmyk, 'jpg'], [deep, 'png']] as const) {
+        server.script(imageAnswer(bytes, extension === 'jpg' ? 'image/jpeg' : 'image/png'));
+        const rendered = await gemini.renderPhoto(photo);
+        assert.equal(rendered.extension, extension);
+        const meta = await sharp(rendered.bytes).metadata();
+        assert.deepEqual([meta.space, meta.depth, meta.channels], ['srgb', 'uchar', 3], extension);
+        assert.ok(near(await meanSrgb(rendered.bytes), [192, 32, 16]), `${extension}: ${await meanSrgb(rendered.bytes)}`);
+      }
+      for (const [bytes, why] of [
+        [await animated('webp', [[192, 32, 16], [30, 40, 200]]), /^Gemini's image is an animated WebP \(2 frames\); send one frame as a still image$/],
+        [await animated('gif', [[192, 32, 16], [30, 40, 200]]), /^Gemini's image is not a JPEG, PNG or WebP image$/],
+      ] as const) {
+        server.script(...Array.from({ length: 2 }, () => imageAnswer(bytes, 'image/webp')));
         const err = await refusal(gemini.renderPhoto(photo));
         assert.deepEqual([err.code, err.retryable], ['bad_answer', false]);
         assert.match(err.message, why);

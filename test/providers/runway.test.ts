@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import sharp from 'sharp';
 import { loadConfig } from '../../src/config';
 import { OutboundPolicy } from '../../src/net/outbound';
@@ -6,7 +7,7 @@ import { createProviders, UnconfiguredProvider } from '../../src/providers';
 import { ProviderError, VideoJob } from '../../src/providers/provider';
 import { RunwayOptions, RunwayProvider } from '../../src/providers/runway';
 import { eventually, noiseImage } from '../support/fixtures';
-import { RUNWAY_VERSION, RunwayServer, sampleMp4, startRunwayServer } from '../support/runway-server';
+import { lavfiMp4, RUNWAY_VERSION, RunwayServer, sampleMp4, startRunwayServer } from '../support/runway-server';
 
 const LOOPBACK = new OutboundPolicy(['127.0.0.0/8', '::1/128']);
 
@@ -178,6 +179,40 @@ describe('Runway adapter (against a local Runway wire-format server)', function 
       server.nextTask({ status: 'SUCCEEDED' });
       const { taskId: large } = await provider.startVideo(job()) as { taskId: string };
       await rejectsWith(provider.checkVideo(large), 'output_too_large', false);
+    });
+
+    it('checks the MP4 with ffmpeg before it is stored: truncated, undecodable, without video or over 4K is bad_output (a new task)', async () => {
+      const sample = await sampleMp4();
+      const mdat = sample.indexOf('mdat', 0, 'latin1');
+      const damaged = Buffer.from(sample);
+      damaged.fill(0x55, mdat + 4, mdat + 4 + 64); // the first frame's NAL unit sizes and data
+      const outputs: [string, Buffer, RegExp][] = [
+        ['truncated', sample.subarray(0, Math.floor(sample.length * 0.6)), /^Runway's output is not usable: the video cannot be decoded \(/],
+        ['damaged', damaged, /^Runway's output is not usable: the video cannot be decoded \(/],
+        ['audio only', await lavfiMp4('sine=duration=1', ['-c:a', 'aac']), /^Runway's output is not usable: the video has no video stream$/],
+        ['over 4K', await lavfiMp4('testsrc=size=4096x2176:rate=1:duration=1'),
+          /^Runway's output is not usable: the video is 4096x2176 pixels a frame; the limit is 8294400 pixels$/],
+      ];
+      const provider = runway();
+      for (const [what, output, message] of outputs) {
+        assert.equal(output.toString('latin1', 4, 8), 'ftyp', `${what}: starts as an MP4`);
+        server.nextTask({ status: 'SUCCEEDED', output });
+        const { taskId } = await provider.startVideo(job()) as { taskId: string };
+        const err = await rejectsWith(provider.checkVideo(taskId), 'bad_output', true);
+        assert.match(err.message, message, what);
+        assert.equal(err.taskEnded, true, `${what}: the task is forgotten, a retry submits a new one`);
+        assert.ok(!err.message.includes(os.tmpdir()), `${what}: no local path in the message`);
+      }
+    });
+
+    it('the check has a deadline: one that runs out is retryable on the same task (the next poll downloads and checks again)', async () => {
+      server.nextTask({ status: 'SUCCEEDED' });
+      const { taskId } = await runway().startVideo(job()) as { taskId: string };
+      const err = await rejectsWith(runway({ download: { checkTimeoutMs: 1 } }).checkVideo(taskId), 'output_check_failed', true);
+      assert.match(err.message, /^Runway's output could not be checked: the check of the video did not finish within 1 ms$/);
+      assert.equal(err.taskEnded, false);
+      assert.deepEqual(await runway().checkVideo(taskId), { state: 'done', asset: { bytes: await sampleMp4(), extension: 'mp4' } });
+      assert.equal(submits().length, 1);
     });
 
     it('retries a failed or stalled download (the next poll downloads again)', async () => {

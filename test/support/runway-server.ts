@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { resolveFfmpeg } from '../../src/providers/local-renderer/video';
+import { resolveFfmpeg } from '../../src/tools/ffmpeg';
 import { startHttpsServer, TestHttpsServer } from './https-server';
 import { LyingAnswer, sendLyingAnswer } from './lying-answer';
 
@@ -62,21 +62,24 @@ export interface RunwayServer {
 
 const DEFAULT_STATES: TaskState[] = [{ status: 'PENDING' }, { status: 'RUNNING', progress: 0.5 }, { status: 'SUCCEEDED' }];
 
+/** An MP4 made by the renderer's ffmpeg from a lavfi source (`testsrc=...`, `sine=...`), encoded with `codec` args. */
+export async function lavfiMp4(source: string, codec: string[] = ['-c:v', 'libx264', '-pix_fmt', 'yuv420p']): Promise<Buffer> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'runway-sample-'));
+  try {
+    const file = path.join(dir, 'sample.mp4');
+    await promisify(execFile)(resolveFfmpeg(process.env.FFMPEG_PATH), ['-hide_banner', '-loglevel', 'error',
+      '-f', 'lavfi', '-i', source, ...codec, '-movflags', '+faststart', file]);
+    return await readFile(file);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 let sample: Promise<Buffer> | undefined;
 
 /** A real, small H.264 MP4 (1 s, 128x96), made once per test run with the renderer's ffmpeg. */
 export function sampleMp4(): Promise<Buffer> {
-  sample ??= (async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'runway-sample-'));
-    try {
-      const file = path.join(dir, 'sample.mp4');
-      await promisify(execFile)(resolveFfmpeg(process.env.FFMPEG_PATH), ['-hide_banner', '-loglevel', 'error',
-        '-f', 'lavfi', '-i', 'testsrc=size=128x96:rate=24:duration=1', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', file]);
-      return await readFile(file);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  })();
+  sample ??= lavfiMp4('testsrc=size=128x96:rate=24:duration=1');
   return sample;
 }
 

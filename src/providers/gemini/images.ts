@@ -5,7 +5,7 @@
 import type { GenerateContentResponse, Part } from '@google/genai';
 import sharp from 'sharp';
 import type { RenderedAsset } from '../provider';
-import { decodeEveryPixel, MAX_IMAGE_PIXELS, sizeRefusal } from '../../domain/image-limits';
+import { ImageRefused, MAX_IMAGE_PIXELS, usableImage, type UsableImage } from '../../domain/image-limits';
 import { badAnswer, noImage } from './failures';
 
 /** The stored inputs are JPEG, PNG or WebP (HEIC is converted on arrival); the bytes say which. */
@@ -47,30 +47,23 @@ export async function pictureOf(response: GenerateContentResponse): Promise<Rend
     const said = parts.filter((p) => p.text && !p.thought).map((p) => p.text).join(' ').trim();
     throw noImage(response, said);
   }
-  const bytes = Buffer.from(image.inlineData!.data!, 'base64');
-  const { format } = await checkedPicture(bytes, image.inlineData!.mimeType!);
+  const { bytes, format } = await checkedPicture(Buffer.from(image.inlineData!.data!, 'base64'));
   if (format === 'jpeg') return { bytes, extension: 'jpg' };
   if (format === 'png') return { bytes, extension: 'png' };
   // Another format (e.g. WebP): stored as PNG, lossless, so the result is one of the two the service serves.
   return { bytes: await sharp(bytes, { limitInputPixels: MAX_IMAGE_PIXELS }).png().toBuffer(), extension: 'png' };
 }
 
-/** What a picture may be: what the service accepts as input too (an SVG, TIFF or GIF answer is refused). */
-const PICTURE_FORMATS: readonly string[] = ['jpeg', 'png', 'webp'];
-
 /**
- * Gemini's picture checked as the API checks an input before it is stored: its size within the caps from the
- * header, then every pixel decoded once. A picture that fails is a bad answer (final: the same prompt is not
- * retried into a broken result).
+ * Gemini's picture checked as the API checks an input before it is stored (`usableImage`: JPEG, PNG or WebP, its
+ * size within the caps from the header, then every pixel decoded once). A picture that fails is a bad answer
+ * (final: the same prompt is not retried into a broken result).
  */
-async function checkedPicture(bytes: Buffer, mimeType: string): Promise<sharp.Metadata> {
-  const header = await sharp(bytes, { limitInputPixels: false }).metadata().catch(() => undefined);
-  if (!header?.format || !header.width || !header.height) throw badAnswer(`Gemini's image (${mimeType}) cannot be decoded`);
-  if (!PICTURE_FORMATS.includes(header.format)) throw badAnswer(`Gemini's image is ${header.format}, not JPEG, PNG or WebP`);
-  const refusal = sizeRefusal(header.width, header.height);
-  if (refusal) throw badAnswer(`Gemini's image is ${refusal}`);
-  await decodeEveryPixel(bytes, header.width, header.height).catch((err: Error) => {
-    throw badAnswer(`Gemini's image (${mimeType}) cannot be decoded: ${err.message}`);
-  });
-  return header;
+async function checkedPicture(bytes: Buffer): Promise<UsableImage> {
+  try {
+    return await usableImage(bytes);
+  } catch (err) {
+    if (err instanceof ImageRefused) throw badAnswer(`Gemini's image ${err.message}`);
+    throw err;
+  }
 }

@@ -32,10 +32,14 @@ export async function fitted(image: Buffer, width: number, height: number): Prom
   return { data, width: info.width, height: info.height };
 }
 
+/**
+ * The mean colour of an 8-bit image (inputs are stored as 8-bit sRGB or greyscale). A greyscale image has one or
+ * two channels (grey, alpha): its grey is all three.
+ */
 export async function meanColour(image: Buffer): Promise<[number, number, number]> {
   const stats = await decodeInput(image, (pipeline) => pipeline.stats());
-  const [r, g = r, b = r] = stats.channels.map((c) => Math.round(c.mean));
-  return [r, g, b];
+  const means = stats.channels.map((c) => Math.round(c.mean));
+  return means.length >= 3 ? [means[0], means[1], means[2]] : [means[0], means[0], means[0]];
 }
 
 export const hex = ([r, g, b]: [number, number, number]) => `#${[r, g, b].map((v) => Math.max(0, Math.min(255, v)).toString(16).padStart(2, '0')).join('')}`;

@@ -4,31 +4,16 @@
  * encoded as H.264 MP4 of exactly the requested duration.
  */
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { resolveFfmpeg } from '../../tools/ffmpeg';
 import { ProviderError, RenderedAsset, VideoJob } from '../provider';
 import { dimensionsFor, fitted } from './compose';
 
 const FPS = 24;
 const LONG_SIDE = 960;
-
-/** FFMPEG_PATH, else an `ffmpeg` on PATH, else the binary shipped by @ffmpeg-installer/ffmpeg. */
-export function resolveFfmpeg(configured?: string): string {
-  if (configured) return configured;
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
-    try {
-      accessSync(path.join(dir, 'ffmpeg'), constants.X_OK);
-      return path.join(dir, 'ffmpeg');
-    } catch {
-      // not here
-    }
-  }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('@ffmpeg-installer/ffmpeg') as { path: string }).path;
-}
 
 /** A frame of the video: the picture centred on a neutral backdrop at the video's size. */
 async function frame(image: Buffer, width: number, height: number, cardMode: boolean): Promise<Buffer> {

@@ -5,6 +5,7 @@
  * `cancelVideo` deletes it. The SDK's own polling (`waitForTaskOutput`) is not used: it would hold a worker slot.
  */
 import { RunwayML } from '@runwayml/sdk';
+import { VIDEO_CHECK_TIMEOUT_MS } from '../../domain/video-limits';
 import { OutboundPolicy } from '../../net/outbound';
 import { ProviderError, VideoJob, VideoProgress, VideoProvider } from '../provider';
 import { DownloadLimits, downloadOutput } from './download-output';
@@ -21,11 +22,13 @@ export interface RunwayOptions {
   timeoutMs: number;
   /** Where the output may be downloaded from (the service's `OUTBOUND_ALLOW_CIDRS`). */
   outbound: OutboundPolicy;
-  /** The output download: one deadline for all of it, and a size cap. */
+  /** The output download: one deadline for all of it, a size cap, and the deadline of its check. */
   download?: Partial<DownloadLimits>;
+  /** The ffmpeg that checks the output (FFMPEG_PATH; else found as the local renderer finds it). */
+  ffmpegPath?: string;
 }
 
-const DEFAULT_DOWNLOAD: DownloadLimits = { timeoutMs: 120_000, maxBytes: 200 * 1024 * 1024 };
+const DEFAULT_DOWNLOAD: DownloadLimits = { timeoutMs: 120_000, maxBytes: 200 * 1024 * 1024, checkTimeoutMs: VIDEO_CHECK_TIMEOUT_MS };
 
 export class RunwayProvider implements VideoProvider {
   readonly name = 'runway';
@@ -61,7 +64,8 @@ export class RunwayProvider implements VideoProvider {
       case 'SUCCEEDED': {
         const url = task.output[0];
         if (!url) throw new ProviderError(`The Runway task ${taskId} succeeded without an output`, 'bad_output', true);
-        return { state: 'done', asset: { bytes: await downloadOutput(url, this.options.outbound, this.download), extension: 'mp4' } };
+        const bytes = await downloadOutput(url, this.options.outbound, this.download, this.options.ffmpegPath, signal);
+        return { state: 'done', asset: { bytes, extension: 'mp4' } };
       }
       case 'FAILED':
         throw taskFailure(task.failureCode, task.failure);
