@@ -172,11 +172,14 @@ function s3Settings(assetStore: Config['assetStore']) {
  * or without the reader taking a byte of an answer; 65 s for an idle kept-alive connection (past the 60 s of the
  * usual load balancers).
  */
+/** `HTTP_IDLE_TIMEOUT_SECONDS` by default (also where an API's configuration leaves it out). */
+export const DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS = 30;
+
 function httpTimeouts() {
   const timeouts = {
     httpHeadersTimeoutSeconds: num('HTTP_HEADERS_TIMEOUT_SECONDS', 20),
     httpRequestTimeoutSeconds: num('HTTP_REQUEST_TIMEOUT_SECONDS', 900),
-    httpIdleTimeoutSeconds: num('HTTP_IDLE_TIMEOUT_SECONDS', 30),
+    httpIdleTimeoutSeconds: num('HTTP_IDLE_TIMEOUT_SECONDS', DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS),
     httpKeepAliveTimeoutSeconds: num('HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 65),
   };
   for (const [name, value] of Object.entries({ HTTP_HEADERS_TIMEOUT_SECONDS: timeouts.httpHeadersTimeoutSeconds,

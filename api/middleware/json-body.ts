@@ -77,11 +77,24 @@ function jsonShapeIssue(text: string): { msg: string; type: string } | undefined
   return undefined;
 }
 
+/**
+ * The rate a request body must keep on average, after `HTTP_IDLE_TIMEOUT_SECONDS` of grace: 128 kbit/s, an eighth of
+ * a poor 1 Mbit/s uplink, so it cuts a client trickling bytes to hold its connection and reserved bytes, not a slow link.
+ */
+export const MIN_BODY_BYTES_PER_SECOND = 16 * 1024;
+
 /** Seconds a request refused for lack of body room is asked to wait (`Retry-After`). */
 const BODY_BUSY_RETRY_AFTER_SECONDS = 5;
 
 const tooLarge = (limit: { bytes: number; code: string }) =>
   new AppError(413, limit.code, `The request body is over ${limit.bytes} bytes, the limit of this endpoint`);
+/**
+ * A body that stalled or trickled: 408 with `Connection: close`, so the connection ends with the answer (the rest
+ * of the body is never read) and gives back its socket.
+ */
+const timedOut = (idleMs: number) => new AppError(408, 'request_timeout',
+  `The request body stopped arriving: nothing for ${idleMs / 1000} s, or under ${MIN_BODY_BYTES_PER_SECOND / 1024} KiB/s on average after the first ${idleMs / 1000} s`,
+  undefined, { Connection: 'close' });
 const noRoom = () => generationUnavailable(
   'The server is receiving as many large request bodies as it can hold at once; try again shortly', BODY_BUSY_RETRY_AFTER_SECONDS);
 
@@ -91,17 +104,30 @@ const noRoom = () => generationUnavailable(
  * left unread), never buffered: the connection stays whole, so the client can finish sending and read the answer.
  * With a Content-Length the bytes go straight into one buffer of that size, so no chunk list is copied into a second.
  */
-function readCapped(req: IncomingMessage, limit: number, declared: number, reservation: BodyReservation): Promise<Buffer | 'over_limit' | 'busy'> {
+function readCapped(req: IncomingMessage, limit: number, declared: number, reservation: BodyReservation, idleMs: number): Promise<Buffer | 'over_limit' | 'busy' | 'timed_out'> {
   return new Promise((resolve, reject) => {
     const whole = declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
     let chunks: Buffer[] = [];
     let size = 0;
-    const finish = (result?: Buffer | 'over_limit' | 'busy', err?: Error) => {
+    const started = Date.now();
+    let lastChunk = started;
+    let timer: NodeJS.Timeout | undefined;
+    // Cut when nothing came for idleMs, or when the body has fallen behind MIN_BODY_BYTES_PER_SECOND by more than
+    // idleMs: each byte buys 1/MIN_BODY_BYTES_PER_SECOND s, so a large body is never cut for its size, a trickle is.
+    const deadline = () => Math.min(lastChunk + idleMs, started + idleMs + (size * 1000) / MIN_BODY_BYTES_PER_SECOND);
+    const watch = () => {
+      const left = deadline() - Date.now();
+      if (left <= 0) finish('timed_out');
+      else timer = setTimeout(watch, left); // the deadline only moves later, so waking at the earlier one is safe
+    };
+    const finish = (result?: Buffer | 'over_limit' | 'busy' | 'timed_out', err?: Error) => {
+      clearTimeout(timer);
       req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onError);
       if (err) reject(err);
       else resolve(result!);
     };
     const onData = (chunk: Buffer) => {
+      lastChunk = Date.now();
       const total = size + chunk.length;
       const refusal = total > limit ? 'over_limit' : total > reservation.bytes && !reservation.take(total - reservation.bytes) ? 'busy' : undefined;
       if (refusal) {
@@ -121,20 +147,22 @@ function readCapped(req: IncomingMessage, limit: number, declared: number, reser
     };
     const onError = () => finish(undefined, badRequest('The request body was cut short'));
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onError);
+    watch();
   });
 }
 
 /** The body as text; only the text outlives this call, so the bytes can be collected while the JSON is parsed. */
-async function readText(req: IncomingMessage, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation): Promise<string> {
-  const raw = await readCapped(req, limit.bytes, declared, reservation);
+async function readText(req: IncomingMessage, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation, idleMs: number): Promise<string> {
+  const raw = await readCapped(req, limit.bytes, declared, reservation, idleMs);
   if (raw === 'over_limit') throw tooLarge(limit);
   if (raw === 'busy') throw noRoom();
+  if (raw === 'timed_out') throw timedOut(idleMs);
   return raw.toString('utf8');
 }
 
 /** The parsed body (undefined when empty), checked for shape and storable strings; the text dies with this call. */
-async function readJson(ctx: Context, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation): Promise<unknown> {
-  const text = await readText(ctx.req, limit, declared, reservation);
+async function readJson(ctx: Context, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation, idleMs: number): Promise<unknown> {
+  const text = await readText(ctx.req, limit, declared, reservation, idleMs);
   if (text.trim() === '') return undefined;
   if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
     throw badRequest('Content-Type must be application/json');
@@ -156,9 +184,11 @@ async function readJson(ctx: Context, limit: { bytes: number; code: string }, de
  * Reads a JSON body into `ctx.request.body`, refusing (413 `limit.code`) one over `limit.bytes` by its
  * Content-Length or while streaming, (503) one the process has no room for in `inFlight` (by its Content-Length,
  * before reading, or while streaming), and (422) JSON nested deeper than MAX_JSON_DEPTH or holding more than
- * MAX_JSON_VALUES values, before it is parsed. The body's bytes stay reserved until the handler has finished.
+ * MAX_JSON_VALUES values, before it is parsed; (408, the connection closed) one that sends nothing for `idleMs`, or
+ * falls more than `idleMs` behind MIN_BODY_BYTES_PER_SECOND. The body's bytes stay reserved until the handler has
+ * finished.
  */
-export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyBytesInFlight): Middleware {
+export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyBytesInFlight, idleMs: number): Middleware {
   return async (ctx, next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);
@@ -166,7 +196,7 @@ export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyB
     const reservation = inFlight.reserve();
     try {
       if (!reservation.take(declared)) throw noRoom();
-      (ctx.request as { body?: unknown }).body = await readJson(ctx, limit, declared, reservation);
+      (ctx.request as { body?: unknown }).body = await readJson(ctx, limit, declared, reservation, idleMs);
       await next();
     } finally {
       reservation.release();
