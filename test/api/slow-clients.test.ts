@@ -5,11 +5,16 @@
  * large asset.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { ReadStream } from 'node:fs';
 import { routeGroups } from '../../api/app';
 import { MIN_BODY_BYTES_PER_SECOND } from '../../api/middleware/json-body';
 import { connectionsCheckingIntervalMs } from '../../api/server';
 import { loadConfig } from '../../src/config';
+import { type AssetStore, FileAssetStore } from '../../src/storage/asset-store';
 import { apiClient, eventually, newAccount, noiseImage, V1, withEnv } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';
 
@@ -20,6 +25,7 @@ const IDLE = 0.5;
 const KEEP_ALIVE = 0.5;
 /** Node checks the headers and request deadlines this often; its idle kept-alive connections get 1 s of grace. */
 const CHECK = connectionsCheckingIntervalMs({ httpHeadersTimeoutSeconds: HEADERS, httpRequestTimeoutSeconds: REQUEST, httpKeepAliveTimeoutSeconds: KEEP_ALIVE }) / 1000;
+const NODE_KEEP_ALIVE_GRACE = 1;
 /** What a loaded test machine may add to a deadline. */
 const SLACK = 1;
 
@@ -77,14 +83,26 @@ function answerIn(raw: Buffer): { status: number; headers: string; json?: any } 
 describe('slow clients', function () {
   this.timeout(60_000);
   let stack: Stack;
+  /** Every stream the store opened for the API, to see what a slow reader made it read. */
+  const opened: ReadStream[] = [];
   let apiKey: string;
   let accountId: number;
   let others: ReturnType<typeof apiClient>;
   const auth = () => `Authorization: Bearer ${apiKey}\r\n`;
 
   before(async () => {
+    const files = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
+    const store: AssetStore = {
+      put: (key, bytes) => files.put(key, bytes), read: (key) => files.read(key), list: (prefix) => files.list(prefix),
+      delete: (key) => files.delete(key),
+      open: async (key, range) => {
+        const asset = await files.open(key, range);
+        if (asset) opened.push(asset.stream as ReadStream);
+        return asset;
+      },
+    };
     stack = await startStack({
-      withWorker: false,
+      withWorker: false, store,
       http: { httpHeadersTimeoutSeconds: HEADERS, httpRequestTimeoutSeconds: REQUEST, httpIdleTimeoutSeconds: IDLE, httpKeepAliveTimeoutSeconds: KEEP_ALIVE },
     });
     ({ apiKey, accountId } = await newAccount(stack.db, 50));
@@ -184,6 +202,46 @@ describe('slow clients', function () {
     assert.ok(seconds >= REQUEST - 0.05 && seconds <= REQUEST + CHECK + SLACK, `closed after ${seconds} s`);
     assert.match(endless.received().toString('latin1'), /^HTTP\/1\.1 408 Request Timeout\r\nConnection: close\r\n\r\n$/);
     await eventually(async () => stack.services.bodyBytesInFlight.bytes, (bytes) => bytes === 0, 5_000, 10);
+  });
+
+  it('closes a kept-alive connection left idle after an answer, an asset included', async () => {
+    const key = `slow-clients/small-${Date.now()}.jpg`;
+    await stack.store.put(key, await noiseImage('jpeg', 64, 64));
+    const assetPath = new URL(stack.signer.url(key).url).pathname + new URL(stack.signer.url(key).url).search;
+    for (const [name, request] of [
+      ['an API answer', `GET ${V1}/balance HTTP/1.1\r\nHost: api\r\n${auth()}\r\n`],
+      ['an asset', `GET ${assetPath} HTTP/1.1\r\nHost: api\r\n\r\n`],
+    ]) {
+      const wire = await connect(stack.baseUrl);
+      wire.socket.write(request);
+      await eventually(async () => answerIn(wire.received()), (answer) => answer !== undefined && /content-length: (\d+)/.test(answer.headers)
+        && wire.received().length >= wire.received().indexOf('\r\n\r\n') + 4 + Number(/content-length: (\d+)/.exec(answer.headers)![1]), 5_000, 10);
+      assert.equal(answerIn(wire.received())!.status, 200, name);
+      wire.since = Date.now(); // idle from here
+      const seconds = await within(wire.closed, KEEP_ALIVE + NODE_KEEP_ALIVE_GRACE + SLACK + 5, `the connection idle after ${name} closed`);
+      assert.ok(seconds >= KEEP_ALIVE - 0.05 && seconds <= KEEP_ALIVE + NODE_KEEP_ALIVE_GRACE + SLACK, `${name}: idle connection closed after ${seconds} s`);
+    }
+  });
+
+  it('drops a reader that stops reading a large asset after the idle deadline, having read little of it, and serves others meanwhile', async () => {
+    const size = 48 * 1024 * 1024;
+    const key = `slow-clients/large-${Date.now()}.mp4`;
+    await stack.store.put(key, randomBytes(size));
+    const { url } = stack.signer.url(key);
+    const reader = await connect(stack.baseUrl);
+    reader.socket.pause(); // reads nothing: the kernel's buffers fill, then the server's
+    const before = opened.length;
+    reader.socket.write(`GET ${new URL(url).pathname}${new URL(url).search} HTTP/1.1\r\nHost: api\r\n\r\n`);
+    const stream = (await eventually(async () => opened.slice(before), (streams) => streams.length === 1, 5_000, 10))[0];
+    assert.equal((await others('GET', `${V1}/balance`)).status, 200, 'served while the reader holds its answer');
+    await within(new Promise<void>((resolve) => stream.once('close', () => resolve())), IDLE * 2 + SLACK + 5, 'the store\'s stream closed'); // its file too
+    assert.ok(stream.bytesRead < size / 4, `read ${stream.bytesRead} of ${size} bytes from the store, the rest never`);
+    // The reader, reading again, gets what was in flight and then the end of the connection: a short body, not a hang.
+    reader.socket.resume();
+    await within(reader.closed, 10, 'the reader\'s connection ended');
+    const answer = answerIn(reader.received().subarray(0, 4096));
+    assert.equal(answer?.status, 200);
+    assert.ok(reader.received().length < size, `${reader.received().length} bytes received`);
   });
 
 });
