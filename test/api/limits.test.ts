@@ -7,9 +7,9 @@ import { findUnstorable, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../api/middl
 import { bodyLimit, DEFAULT_BODY_LIMIT_BYTES, type JsonSchema, type Route } from '../../api/route';
 import { SHARED_SCHEMAS } from '../../api/schemas/shared';
 import { compileValidator } from '../../api/validation';
-import { eventually, newAccount, noiseImage, V1 } from '../support/fixtures';
+import { apiClient, type ApiResponse, clearOfRateWindowEdge, eventually, jpegBase64, newAccount, noiseImage, V1 } from '../support/fixtures';
 import { rawRequest, RawRequest } from '../support/raw-http';
-import { Stack, startStack } from '../support/stack';
+import { Stack, startApiPair, startStack } from '../support/stack';
 
 const V2 = '/api/v2';
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -252,3 +252,65 @@ describe('request bodies in flight', function () {
     assert.equal(inFlight(), 0);
   });
 });
+
+describe('rate limit across two API processes sharing one database', function () {
+  this.timeout(60_000);
+  const LIMIT = 20;
+  let first: Stack;
+  let second: Stack;
+  before(async () => {
+    [first, second] = await startApiPair(LIMIT);
+  });
+  after(async () => {
+    await first.stop();
+    await second.stop();
+  });
+
+  it('accepts exactly the limit of 3x the limit sent at once through both, refuses the rest with the 429 of the contract, and refused requests do nothing', async () => {
+    const { accountId, apiKey, keyId } = await newAccount(first.db, 1000);
+    const image = await jpegBase64();
+    const viaFirst = apiClient(first.baseUrl, apiKey);
+    const viaSecond = apiClient(second.baseUrl, apiKey);
+    // Reads, writes and generations (a spark hold and a workflow each), every kind through both processes.
+    const kinds: ((call: typeof viaFirst) => Promise<ApiResponse>)[] = [
+      (call) => call('GET', `${V1}/balance`),
+      (call) => call('POST', `${V1}/projects`, { name: 'burst' }),
+      (call) => call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Lamp', category_id: 'home' }),
+    ];
+    await clearOfRateWindowEdge(15); // the whole burst in one window
+    const answers = await Promise.all(Array.from({ length: 3 * LIMIT }, (_, i) => kinds[i % 3](i % 2 ? viaSecond : viaFirst).then((res) => ({ kind: i % 3, res }))));
+
+    const accepted = answers.filter(({ res }) => res.status < 300);
+    const refused = answers.filter(({ res }) => res.status === 429);
+    assert.deepEqual([accepted.length, refused.length], [LIMIT, 2 * LIMIT], JSON.stringify(answers.filter(({ res }) => res.status >= 300 && res.status !== 429).map(({ res }) => res.body)));
+    assert.deepEqual(accepted.map(({ res }) => Number(res.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b), Array.from({ length: LIMIT }, (_, i) => i),
+      'each number of the window given once');
+    const resets = new Set(answers.map(({ res }) => res.headers.get('x-ratelimit-reset')));
+    assert.equal(resets.size, 1, 'one window');
+    const reset = Number([...resets][0]);
+    assert.equal(reset % 60, 0);
+    for (const { res } of refused) {
+      assert.deepEqual(res.body, { detail: {
+        error: 'rate_limit_exceeded', message: `Rate limit of ${LIMIT} requests per minute exceeded`,
+        details: { limit: LIMIT, reset_at: new Date(reset * 1000).toISOString() },
+      } });
+      assert.deepEqual([res.headers.get('x-ratelimit-limit'), res.headers.get('x-ratelimit-remaining')], [String(LIMIT), '0']);
+      const retryAfter = Number(res.headers.get('retry-after'));
+      const left = reset - Date.now() / 1000;
+      assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60 && Math.abs(retryAfter - left) <= 2, `Retry-After ${retryAfter}, ${left} s left`);
+    }
+    for (const { res } of accepted) assert.equal(res.headers.get('x-ratelimit-limit'), String(LIMIT));
+
+    // Only the accepted requests did anything: one project each (a generation makes its own), one hold per generation.
+    const acceptedOf = (kind: number) => accepted.filter((a) => a.kind === kind).length;
+    const [row] = await first.db.query(`SELECT
+        (SELECT count(*)::int FROM projects WHERE account_id = $1 AND name = 'burst') AS projects,
+        (SELECT count(*)::int FROM actions WHERE account_id = $1) AS actions,
+        (SELECT count(*)::int FROM spark_holds WHERE account_id = $1) AS holds,
+        (SELECT sum(count)::int FROM rate_limit_windows WHERE key_id = $2) AS counted`, [accountId, keyId]);
+    assert.deepEqual(row, { projects: acceptedOf(1), actions: acceptedOf(2), holds: acceptedOf(2), counted: 3 * LIMIT }, 'every request counted once, refused ones did nothing');
+    assert.deepEqual([first.services.bodyBytesInFlight.bytes, second.services.bodyBytesInFlight.bytes], [0, 0]);
+  });
+
+});
+
