@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { routeGroups } from '../../api/app';
 import { ValidationFailed } from '../../api/errors';
@@ -10,6 +14,8 @@ import { compileValidator } from '../../api/validation';
 import { apiClient, type ApiResponse, clearOfRateWindowEdge, eventually, jpegBase64, newAccount, noiseImage, V1 } from '../support/fixtures';
 import { rawRequest, RawRequest } from '../support/raw-http';
 import { Stack, startApiPair, startStack } from '../support/stack';
+import { testEnvironment } from '../support/environment';
+import { startServiceProcess } from '../../src/cluster/service-process';
 
 const V2 = '/api/v2';
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -312,5 +318,40 @@ describe('rate limit across two API processes sharing one database', function ()
     assert.deepEqual([first.services.bodyBytesInFlight.bytes, second.services.bodyBytesInFlight.bytes], [0, 0]);
   });
 
+  it('stays exact with an API process whose clock is a minute ahead: the window is the database\'s', async () => {
+    // A host's clock off by a minute is extreme; by s seconds, its requests fall into the neighbouring window for s
+    // seconds of every minute, and a burst then is allowed up to twice. A minute makes that every time.
+    const { apiKey, keyId } = await newAccount(first.db, 0);
+    const env = testEnvironment();
+    const port = await freePort();
+    const ahead = await startServiceProcess('api', {
+      DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_TASK_QUEUE: `ahead-${randomUUID()}`,
+      DATA_DIR: path.join(os.tmpdir(), `imagery-clock-ahead-${randomUUID()}`), PORT: String(port), RATE_LIMIT_PER_MINUTE: String(LIMIT),
+      NODE_OPTIONS: `--require ${path.resolve(__dirname, '../support/clock-ahead.js')}`, CLOCK_AHEAD_MS: '60000',
+    });
+    try {
+      const viaFirst = apiClient(first.baseUrl, apiKey);
+      const viaAhead = apiClient(`http://127.0.0.1:${port}`, apiKey);
+      await clearOfRateWindowEdge(15);
+      const answers = await Promise.all(Array.from({ length: 3 * LIMIT }, (_, i) => (i % 2 ? viaAhead : viaFirst)('GET', `${V1}/balance`)));
+      assert.deepEqual([answers.filter((r) => r.status === 200).length, answers.filter((r) => r.status === 429).length], [LIMIT, 2 * LIMIT]);
+      assert.equal(new Set(answers.map((r) => r.headers.get('x-ratelimit-reset'))).size, 1, 'both name the same window');
+      const windows = await first.db.query('SELECT window_start::int AS window, count FROM rate_limit_windows WHERE key_id = $1', [keyId]);
+      assert.equal(windows.length, 1, JSON.stringify(windows));
+      assert.equal(windows[0].count, 3 * LIMIT);
+    } finally {
+      await ahead.stop();
+    }
+  });
 });
 
+/** A port nothing listens on now (for a service process, which logs its configured address, not the one it got). */
+function freePort(): Promise<number> {
+  const server = http.createServer();
+  return new Promise((resolve, reject) => {
+    server.once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
