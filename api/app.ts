@@ -8,6 +8,7 @@ import Router from '@koa/router';
 import { log } from '../src/log';
 import { serveAssets } from './assets';
 import { authenticate } from './middleware/auth';
+import { unreadBodyDeadline } from './middleware/body-pace';
 import { errorHandler } from './middleware/error-handler';
 import { findUnstorable, jsonBody } from './middleware/json-body';
 import { ValidationFailed } from './errors';
@@ -107,6 +108,7 @@ export function createApp(services: ApiServices): Koa {
   app.on('error', (err: Error, ctx?: Koa.Context) => {
     log.warn('answer ended early', { requestId: ctx?.state.requestId, path: ctx?.path, error: err.message });
   });
+  app.use(unreadBodyDeadline(bodyIdleMs));
   app.use(requestId());
   app.use(errorHandler());
   app.use(serveAssets(services));

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document, generated from the route descriptions and the very schemas AJV enforces.
  */
-import { MIN_BODY_BYTES_PER_SECOND } from './middleware/json-body';
+import { MIN_BODY_BYTES_PER_SECOND } from './middleware/body-pace';
 import { bodyLimit, type JsonSchema, type Route, type RouteGroup } from './route';
 import { SHARED_SCHEMAS } from './schemas/shared';
 

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { AppError, badRequest, generationUnavailable, ValidationFailed, type ValidationIssue } from '../errors';
 import type { BodyBytesInFlight, BodyReservation } from './body-bytes-in-flight';
+import { MIN_BODY_BYTES_PER_SECOND, watchBodyPace } from './body-pace';
 
 /** Deepest nesting of arrays and objects a body may have (the deepest legal one has 3 levels). */
 export const MAX_JSON_DEPTH = 32;
@@ -77,12 +78,6 @@ function jsonShapeIssue(text: string): { msg: string; type: string } | undefined
   return undefined;
 }
 
-/**
- * The rate a request body must keep on average, after `HTTP_IDLE_TIMEOUT_SECONDS` of grace: 128 kbit/s, an eighth of
- * a poor 1 Mbit/s uplink, so it cuts a client trickling bytes to hold its connection and reserved bytes, not a slow link.
- */
-export const MIN_BODY_BYTES_PER_SECOND = 16 * 1024;
-
 /** Seconds a request refused for lack of body room is asked to wait (`Retry-After`). */
 const BODY_BUSY_RETRY_AFTER_SECONDS = 5;
 
@@ -109,25 +104,15 @@ function readCapped(req: IncomingMessage, limit: number, declared: number, reser
     const whole = declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
     let chunks: Buffer[] = [];
     let size = 0;
-    const started = Date.now();
-    let lastChunk = started;
-    let timer: NodeJS.Timeout | undefined;
-    // Cut when nothing came for idleMs, or when the body has fallen behind MIN_BODY_BYTES_PER_SECOND by more than
-    // idleMs: each byte buys 1/MIN_BODY_BYTES_PER_SECOND s, so a large body is never cut for its size, a trickle is.
-    const deadline = () => Math.min(lastChunk + idleMs, started + idleMs + (size * 1000) / MIN_BODY_BYTES_PER_SECOND);
-    const watch = () => {
-      const left = deadline() - Date.now();
-      if (left <= 0) finish('timed_out');
-      else timer = setTimeout(watch, left); // the deadline only moves later, so waking at the earlier one is safe
-    };
+    const pace = watchBodyPace(idleMs, () => finish('timed_out'));
     const finish = (result?: Buffer | 'over_limit' | 'busy' | 'timed_out', err?: Error) => {
-      clearTimeout(timer);
+      pace.stop();
       req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onError);
       if (err) reject(err);
       else resolve(result!);
     };
     const onData = (chunk: Buffer) => {
-      lastChunk = Date.now();
+      pace.arrived(chunk.length);
       const total = size + chunk.length;
       const refusal = total > limit ? 'over_limit' : total > reservation.bytes && !reservation.take(total - reservation.bytes) ? 'busy' : undefined;
       if (refusal) {
@@ -147,7 +132,6 @@ function readCapped(req: IncomingMessage, limit: number, declared: number, reser
     };
     const onError = () => finish(undefined, badRequest('The request body was cut short'));
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onError);
-    watch();
   });
 }
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ReadStream } from 'node:fs';
 import { routeGroups } from '../../api/app';
-import { MIN_BODY_BYTES_PER_SECOND } from '../../api/middleware/json-body';
+import { MIN_BODY_BYTES_PER_SECOND } from '../../api/middleware/body-pace';
 import { connectionsCheckingIntervalMs } from '../../api/server';
 import { loadConfig } from '../../src/config';
 import { type AssetStore, FileAssetStore } from '../../src/storage/asset-store';
@@ -172,6 +172,25 @@ describe('slow clients', function () {
       FROM accounts a WHERE a.id = $1`, [accountId]);
     assert.deepEqual(row, { balance: 50, held: 0, actions: 0, projects: 0, holds: 0 }, 'nothing held, charged or made');
     assert.equal((await others('GET', `${V1}/balance`)).status, 200);
+  });
+
+  it('closes, at the same deadline, a connection whose body is trickled after it was answered unread (no key, over the cap, no such route)', async () => {
+    const refusals = [
+      { name: 'no key', head: `POST ${V1}/projects HTTP/1.1\r\nHost: api\r\n`, status: 401 },
+      { name: 'over the cap by Content-Length', head: `POST ${V1}/projects HTTP/1.1\r\nHost: api\r\n${auth()}`, status: 413, length: 1024 * 1024 },
+      { name: 'no such route', head: `POST ${V1}/nowhere HTTP/1.1\r\nHost: api\r\n${auth()}`, status: 404 },
+    ];
+    const clients = await Promise.all(refusals.map(async ({ name, head, status, length }) => {
+      const wire = await connect(stack.baseUrl);
+      wire.socket.write(`${head}Content-Type: application/json\r\nContent-Length: ${length ?? 64 * 1024}\r\n\r\n{`);
+      trickle(wire, 100, () => 'a');
+      return { name, status, wire };
+    }));
+    for (const { name, status, wire } of clients) {
+      const seconds = await within(wire.closed, REQUEST + CHECK + SLACK + 5, `${name} closed`);
+      assert.equal(answerIn(wire.received())?.status, status, name);
+      assert.ok(seconds >= IDLE - 0.05 && seconds < REQUEST, `${name}: closed after ${seconds} s, by the body deadline, before Node's request deadline`);
+    }
   });
 
   it('serves a slow but steady upload that takes several idle periods, and cuts one past the request deadline', async () => {
