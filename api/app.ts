@@ -8,10 +8,12 @@ import Router from '@koa/router';
 import { log } from '../src/log';
 import { serveAssets } from './assets';
 import { authenticate } from './middleware/auth';
+import { unreadBodyDeadline } from './middleware/body-pace';
 import { errorHandler } from './middleware/error-handler';
 import { findUnstorable, jsonBody } from './middleware/json-body';
 import { ValidationFailed } from './errors';
 import { rateLimit } from './middleware/rate-limit';
+import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { requestId } from './middleware/request-id';
 import { buildOpenApiDocument } from './openapi';
 import { bodyLimit, type Route, type RouteGroup } from './route';
@@ -99,12 +101,14 @@ export function createApp(services: ApiServices): Koa {
   const groups = routeGroups(services);
   const openapi = buildOpenApiDocument(groups, services.config.publicBaseUrl);
   const guard = compose([authenticate(services), rateLimit(services)]);
+  const bodyIdleMs = (services.config.httpIdleTimeoutSeconds ?? DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS) * 1000;
 
   // Errors after an answer has started (a streamed asset whose store stream fails): logged as our JSON lines, not
   // as Koa's default stack trace on stderr. Errors before that are answered by errorHandler.
   app.on('error', (err: Error, ctx?: Koa.Context) => {
     log.warn('answer ended early', { requestId: ctx?.state.requestId, path: ctx?.path, error: err.message });
   });
+  app.use(unreadBodyDeadline(bodyIdleMs));
   app.use(requestId());
   app.use(errorHandler());
   app.use(serveAssets(services));
@@ -119,7 +123,7 @@ export function createApp(services: ApiServices): Koa {
     // Bodies are read only for a matched route that takes one, only after the key and rate limit passed, and only
     // up to what that route can legally receive.
     for (const route of group.routes) {
-      if (route.body) router[route.method](toKoaPath(route.path), jsonBody(bodyLimit(route), services.bodyBytesInFlight), handler(route));
+      if (route.body) router[route.method](toKoaPath(route.path), jsonBody(bodyLimit(route), services.bodyBytesInFlight, bodyIdleMs), handler(route));
       else router[route.method](toKoaPath(route.path), handler(route));
     }
     root.use(router.routes(), router.allowedMethods({ throw: true }));

@@ -1,11 +1,34 @@
+import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
+import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { type ByteRange, isValidAssetKey, RangeNotSatisfiable, type StoredAsset } from '../src/storage/asset-store';
 import { AppError, notFound } from './errors';
 import type { ApiServices } from './services';
 
 const DEFAULT_PRESIGN_SECONDS = 300;
-/** A streamed answer whose reader takes nothing for this long is dropped, giving back its socket and store stream. */
-const STREAM_IDLE_TIMEOUT_MS = 60_000;
+
+/**
+ * Ends `res` (and with it the store's stream and the socket) once its socket has taken no byte for `idleMs`: a
+ * reader that stops reading. Backpressure already keeps what such a reader holds to the socket's buffers; this gives
+ * them back. Its own timer, not the socket's timeout, which Node also uses for an idle kept-alive connection and
+ * which could not be handed back to Node once the answer ends.
+ */
+function dropStalledReader(res: ServerResponse, idleMs: number): void {
+  const socket = res.socket;
+  if (!socket) return;
+  let written = socket.bytesWritten;
+  let progressed = Date.now();
+  const check = () => {
+    if (socket.bytesWritten !== written) {
+      written = socket.bytesWritten;
+      progressed = Date.now();
+    }
+    if (Date.now() - progressed >= idleMs) res.destroy();
+    else timer.refresh();
+  };
+  const timer = setTimeout(check, Math.max(10, idleMs / 4));
+  res.once('close', () => clearTimeout(timer));
+}
 
 /**
  * The one range of a `Range` header (`bytes=a-b`, `bytes=a-`, `bytes=-n`); undefined for no header, another unit,
@@ -28,6 +51,7 @@ export function parseRange(header: string | undefined): ByteRange | undefined {
  * one `Range` at a time (a browser playing a video asks for ranges).
  */
 export function serveAssets({ store, signer, config }: ApiServices): Middleware {
+  const idleMs = (config.httpIdleTimeoutSeconds ?? DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS) * 1000;
   const redirect = (config.assetDelivery ?? 'redirect') === 'redirect' && store.presign !== undefined;
   const presignSeconds = config.s3PresignSeconds ?? DEFAULT_PRESIGN_SECONDS;
   return async (ctx, next) => {
@@ -77,10 +101,6 @@ export function serveAssets({ store, signer, config }: ApiServices): Middleware 
     // Headers are sent by the time the store's stream fails (an S3 socket gone idle or cut): end the connection, so
     // the reader sees a short body, not a hang.
     asset.stream.once('error', () => ctx.res.destroy());
-    // No listener of our own: with none, Node destroys a socket that times out, and a kept-alive connection serving
-    // many ranges (a video) gathers no listeners.
-    ctx.res.setTimeout(STREAM_IDLE_TIMEOUT_MS);
-    const socket = ctx.req.socket;
-    ctx.res.once('close', () => socket.setTimeout(0)); // a kept-alive connection goes back to the server's own timeouts
+    dropStalledReader(ctx.res, idleMs);
   };
 }

@@ -1,6 +1,7 @@
 /**
  * The OpenAPI 3.1 document, generated from the route descriptions and the very schemas AJV enforces.
  */
+import { MIN_BODY_BYTES_PER_SECOND } from './middleware/body-pace';
 import { bodyLimit, type JsonSchema, type Route, type RouteGroup } from './route';
 import { SHARED_SCHEMAS } from './schemas/shared';
 
@@ -49,6 +50,8 @@ function operation(route: Route, group: RouteGroup) {
     const over = `\`${limit.code}\`: the body is over ${limit.bytes} bytes`;
     const documented = responses['413'] as { description: string } | undefined;
     responses['413'] = documented ? { ...documented, description: `${documented.description}, or ${over}` } : errorResponse(over);
+    responses['408'] = errorResponse('`request_timeout`: the body sent nothing for `HTTP_IDLE_TIMEOUT_SECONDS` (30 s), or fell that far behind '
+      + `${MIN_BODY_BYTES_PER_SECOND / 1024} KiB/s; the connection is closed after this answer`);
     const busy = '`generation_unavailable`: the server holds as many request bodies as it can (`MAX_BODY_BYTES_IN_FLIGHT`); try again after `Retry-After`';
     const unavailable = responses['503'] as { description: string } | undefined;
     responses['503'] = {

@@ -13,10 +13,10 @@ import type { BodyBytesInFlight } from './middleware/body-bytes-in-flight';
 export interface ApiServices {
   config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>
     /**
-     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY` and `S3_PRESIGN_SECONDS` (left out: a day, `redirect` and
-     * 300, as in `loadConfig`).
+     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY`, `S3_PRESIGN_SECONDS` and `HTTP_IDLE_TIMEOUT_SECONDS` (left
+     * out: a day, `redirect`, 300 and 30, as in `loadConfig`).
      */
-    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds'>>;
+    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds' | 'httpIdleTimeoutSeconds'>>;
   db: DataSource;
   temporal: Client;
   store: AssetStore;

@@ -26,6 +26,14 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Request-body bytes the API process holds at once across all requests; past it, 503 before reading. */
   maxBodyBytesInFlight: number;
+  /** The request line and headers must arrive within this many seconds of their first byte (408 and closed). */
+  httpHeadersTimeoutSeconds: number;
+  /** The whole request, headers and body, must arrive within this many seconds (408 and closed). */
+  httpRequestTimeoutSeconds: number;
+  /** A request body that sends nothing, or a reader of a streamed answer that takes nothing, for this long is cut. */
+  httpIdleTimeoutSeconds: number;
+  /** A kept-alive connection with no request for this long is closed. */
+  httpKeepAliveTimeoutSeconds: number;
   /** Time the local renderer takes per image, so that processing, cancel and restart can be observed. */
   localRendererDelayMs: number;
   /** `zero`: the benchmark's mode, the local renderer returns a small precomputed asset without work (never production). */
@@ -157,6 +165,35 @@ function s3Settings(assetStore: Config['assetStore']) {
   };
 }
 
+/**
+ * The API's deadlines for its clients (see api/server.ts). Defaults: headers in 20 s (a real client sends them in
+ * one packet; 20 s covers a lossy mobile link's retransmissions); a whole request in 15 minutes (four 15 MB images in
+ * base64, 84 MB, fit at 0.75 Mbit/s; the largest legal body, 127 MB, at 1.2 Mbit/s); 30 s without a byte of a body
+ * or without the reader taking a byte of an answer; 65 s for an idle kept-alive connection (past the 60 s of the
+ * usual load balancers).
+ */
+/** `HTTP_IDLE_TIMEOUT_SECONDS` by default (also where an API's configuration leaves it out). */
+export const DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS = 30;
+
+function httpTimeouts() {
+  const timeouts = {
+    httpHeadersTimeoutSeconds: num('HTTP_HEADERS_TIMEOUT_SECONDS', 20),
+    httpRequestTimeoutSeconds: num('HTTP_REQUEST_TIMEOUT_SECONDS', 900),
+    httpIdleTimeoutSeconds: num('HTTP_IDLE_TIMEOUT_SECONDS', DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS),
+    httpKeepAliveTimeoutSeconds: num('HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 65),
+  };
+  for (const [name, value] of Object.entries({ HTTP_HEADERS_TIMEOUT_SECONDS: timeouts.httpHeadersTimeoutSeconds,
+    HTTP_REQUEST_TIMEOUT_SECONDS: timeouts.httpRequestTimeoutSeconds, HTTP_IDLE_TIMEOUT_SECONDS: timeouts.httpIdleTimeoutSeconds,
+    HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: timeouts.httpKeepAliveTimeoutSeconds })) {
+    // 0 would switch the deadline off (in Node as here), which is what these settings exist to prevent.
+    if (value < 0.01) throw new Error(`${name} must be at least 0.01 (seconds), got ${value}`);
+  }
+  if (timeouts.httpHeadersTimeoutSeconds > timeouts.httpRequestTimeoutSeconds) {
+    throw new Error(`HTTP_HEADERS_TIMEOUT_SECONDS (${timeouts.httpHeadersTimeoutSeconds}) must not be over HTTP_REQUEST_TIMEOUT_SECONDS (${timeouts.httpRequestTimeoutSeconds})`);
+  }
+  return timeouts;
+}
+
 /** A secret variable: unset stays unset (a random one is kept in DATA_DIR); a short or placeholder value stops the process. */
 function secret(name: string): string | undefined {
   return configuredSecret(name, str(name));
@@ -181,6 +218,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     assetSigningSecret: secret('ASSET_SIGNING_SECRET'),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
     maxBodyBytesInFlight: int('MAX_BODY_BYTES_IN_FLIGHT', 400 * 1024 * 1024),
+    ...httpTimeouts(),
     localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
     localRendererCost: oneOf('LOCAL_RENDERER_COST', ['normal', 'zero'] as const),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',

@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
 import { BodyBytesInFlight } from '../api/middleware/body-bytes-in-flight';
+import { createApiServer } from '../api/server';
 import { loadConfig } from './config';
 import { openDatabase } from './db/data-source';
 import { log } from './log';
@@ -86,8 +87,7 @@ async function main(mode: Mode): Promise<void> {
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
     const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight) });
-    server = http.createServer(app.callback());
-    server.keepAliveTimeout = 65_000;
+    server = createApiServer(config, app.callback());
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));
     // Helper calls left reserved by an API process that died mid-call: cancelled (not counted, a held spark released).
     const expireHelperCalls = () => void expireHelperReservations(db, HELPER_RESERVATION_TTL_SECONDS)

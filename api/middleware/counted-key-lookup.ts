@@ -1,28 +1,33 @@
 import type { DataSource } from 'typeorm';
 import type { DefaultGrouping } from '../../src/db/entities/api-key';
 import { prepared, preparedRows } from '../../src/db/prepared';
-import { CountedRequest, rateWindowAt } from './rate-limit';
+import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/domain/retention';
+import type { CountedRequest } from './rate-limit';
 
 /**
  * Keys and their requests' places in their rate-limit windows, in one statement for any number of keys: each key is
  * found by the SHA-256 of its secret among the keys not revoked, and only a key found there counts its requests
  * ($3: how many, per key). The account's available sparks come along (a read, no lock). Rows are upserted in key id order, so two processes' statements lock them in the same order.
+ * The window ($2: its length in seconds) is taken from the database's clock, the one clock every API process
+ * shares: a host whose clock is off would otherwise count into a window of its own for part of every minute.
  */
 const KEYS_AND_COUNTS = prepared('api_keys_and_rate_counts', `
-  WITH sent AS (
+  WITH clock AS (
+    SELECT extract(epoch FROM statement_timestamp())::float8 AS now_seconds
+  ), sent AS (
     SELECT key_hash, n FROM unnest($1::text[], $3::int[]) AS s(key_hash, n)
   ), api_key AS (
     SELECT k.id, k.account_id, k.name, k.default_grouping, k.key_hash, sent.n
       FROM sent JOIN api_keys k ON k.key_hash = sent.key_hash AND k.revoked_at IS NULL
   ), counted AS (
     INSERT INTO rate_limit_windows AS w (key_id, window_start, count)
-    SELECT id, $2, n FROM api_key ORDER BY id
+    SELECT id, floor(clock.now_seconds / $2)::bigint, n FROM api_key, clock ORDER BY id
     ON CONFLICT (key_id, window_start) DO UPDATE SET count = w.count + EXCLUDED.count
-    RETURNING key_id, count
+    RETURNING key_id, count, window_start
   )
   SELECT api_key.key_hash, api_key.id, api_key.account_id, api_key.name, api_key.default_grouping, counted.count,
-         a.balance - a.held AS available
-    FROM api_key JOIN counted ON counted.key_id = api_key.id JOIN accounts a ON a.id = api_key.account_id`);
+         counted.window_start::int AS window, clock.now_seconds, a.balance - a.held AS available
+    FROM api_key JOIN counted ON counted.key_id = api_key.id JOIN accounts a ON a.id = api_key.account_id, clock`);
 
 /** Statements of this kind one process runs at once; requests arriving meanwhile wait for the next one. */
 const MAX_STATEMENTS_IN_FLIGHT = 2;
@@ -67,12 +72,12 @@ export class CountedKeyLookup {
     const batch = this.waiting;
     this.waiting = new Map();
     this.running++;
-    const nowSeconds = Date.now() / 1000;
-    const window = rateWindowAt(nowSeconds);
     const hashes = [...batch.keys()];
-    preparedRows<KeyRow & { key_hash: string; count: number }>(this.db, KEYS_AND_COUNTS, [hashes, window, hashes.map((h) => batch.get(h)!.length)])
+    preparedRows<KeyRow & { key_hash: string; count: number; window: number; now_seconds: number }>(
+      this.db, KEYS_AND_COUNTS, [hashes, RATE_LIMIT_WINDOW_SECONDS, hashes.map((h) => batch.get(h)!.length)],
+    )
       .then((rows) => {
-        for (const { key_hash: keyHash, count, ...key } of rows) {
+        for (const { key_hash: keyHash, count, window, now_seconds: nowSeconds, ...key } of rows) {
           const waiters = batch.get(keyHash)!;
           const first = count - waiters.length + 1;
           waiters.forEach((waiter, i) => waiter.resolve({ key, window, used: first + i, nowSeconds }));

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { AppError, badRequest, generationUnavailable, ValidationFailed, type ValidationIssue } from '../errors';
 import type { BodyBytesInFlight, BodyReservation } from './body-bytes-in-flight';
+import { MIN_BODY_BYTES_PER_SECOND, watchBodyPace } from './body-pace';
 
 /** Deepest nesting of arrays and objects a body may have (the deepest legal one has 3 levels). */
 export const MAX_JSON_DEPTH = 32;
@@ -82,6 +83,13 @@ const BODY_BUSY_RETRY_AFTER_SECONDS = 5;
 
 const tooLarge = (limit: { bytes: number; code: string }) =>
   new AppError(413, limit.code, `The request body is over ${limit.bytes} bytes, the limit of this endpoint`);
+/**
+ * A body that stalled or trickled: 408 with `Connection: close`, so the connection ends with the answer (the rest
+ * of the body is never read) and gives back its socket.
+ */
+const timedOut = (idleMs: number) => new AppError(408, 'request_timeout',
+  `The request body stopped arriving: nothing for ${idleMs / 1000} s, or under ${MIN_BODY_BYTES_PER_SECOND / 1024} KiB/s on average after the first ${idleMs / 1000} s`,
+  undefined, { Connection: 'close' });
 const noRoom = () => generationUnavailable(
   'The server is receiving as many large request bodies as it can hold at once; try again shortly', BODY_BUSY_RETRY_AFTER_SECONDS);
 
@@ -91,17 +99,20 @@ const noRoom = () => generationUnavailable(
  * left unread), never buffered: the connection stays whole, so the client can finish sending and read the answer.
  * With a Content-Length the bytes go straight into one buffer of that size, so no chunk list is copied into a second.
  */
-function readCapped(req: IncomingMessage, limit: number, declared: number, reservation: BodyReservation): Promise<Buffer | 'over_limit' | 'busy'> {
+function readCapped(req: IncomingMessage, limit: number, declared: number, reservation: BodyReservation, idleMs: number): Promise<Buffer | 'over_limit' | 'busy' | 'timed_out'> {
   return new Promise((resolve, reject) => {
     const whole = declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
     let chunks: Buffer[] = [];
     let size = 0;
-    const finish = (result?: Buffer | 'over_limit' | 'busy', err?: Error) => {
+    const pace = watchBodyPace(idleMs, () => finish('timed_out'));
+    const finish = (result?: Buffer | 'over_limit' | 'busy' | 'timed_out', err?: Error) => {
+      pace.stop();
       req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onError);
       if (err) reject(err);
       else resolve(result!);
     };
     const onData = (chunk: Buffer) => {
+      pace.arrived(chunk.length);
       const total = size + chunk.length;
       const refusal = total > limit ? 'over_limit' : total > reservation.bytes && !reservation.take(total - reservation.bytes) ? 'busy' : undefined;
       if (refusal) {
@@ -125,16 +136,17 @@ function readCapped(req: IncomingMessage, limit: number, declared: number, reser
 }
 
 /** The body as text; only the text outlives this call, so the bytes can be collected while the JSON is parsed. */
-async function readText(req: IncomingMessage, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation): Promise<string> {
-  const raw = await readCapped(req, limit.bytes, declared, reservation);
+async function readText(req: IncomingMessage, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation, idleMs: number): Promise<string> {
+  const raw = await readCapped(req, limit.bytes, declared, reservation, idleMs);
   if (raw === 'over_limit') throw tooLarge(limit);
   if (raw === 'busy') throw noRoom();
+  if (raw === 'timed_out') throw timedOut(idleMs);
   return raw.toString('utf8');
 }
 
 /** The parsed body (undefined when empty), checked for shape and storable strings; the text dies with this call. */
-async function readJson(ctx: Context, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation): Promise<unknown> {
-  const text = await readText(ctx.req, limit, declared, reservation);
+async function readJson(ctx: Context, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation, idleMs: number): Promise<unknown> {
+  const text = await readText(ctx.req, limit, declared, reservation, idleMs);
   if (text.trim() === '') return undefined;
   if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
     throw badRequest('Content-Type must be application/json');
@@ -156,9 +168,11 @@ async function readJson(ctx: Context, limit: { bytes: number; code: string }, de
  * Reads a JSON body into `ctx.request.body`, refusing (413 `limit.code`) one over `limit.bytes` by its
  * Content-Length or while streaming, (503) one the process has no room for in `inFlight` (by its Content-Length,
  * before reading, or while streaming), and (422) JSON nested deeper than MAX_JSON_DEPTH or holding more than
- * MAX_JSON_VALUES values, before it is parsed. The body's bytes stay reserved until the handler has finished.
+ * MAX_JSON_VALUES values, before it is parsed; (408, the connection closed) one that sends nothing for `idleMs`, or
+ * falls more than `idleMs` behind MIN_BODY_BYTES_PER_SECOND. The body's bytes stay reserved until the handler has
+ * finished.
  */
-export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyBytesInFlight): Middleware {
+export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyBytesInFlight, idleMs: number): Middleware {
   return async (ctx, next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);
@@ -166,7 +180,7 @@ export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyB
     const reservation = inFlight.reserve();
     try {
       if (!reservation.take(declared)) throw noRoom();
-      (ctx.request as { body?: unknown }).body = await readJson(ctx, limit, declared, reservation);
+      (ctx.request as { body?: unknown }).body = await readJson(ctx, limit, declared, reservation, idleMs);
       await next();
     } finally {
       reservation.release();

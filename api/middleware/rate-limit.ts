@@ -3,12 +3,10 @@ import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/domain/retention';
 import { AppError } from '../errors';
 import type { ApiServices, Caller } from '../services';
 
-/** The fixed window a moment (epoch seconds) falls in. */
-export function rateWindowAt(nowSeconds: number): number {
-  return Math.floor(nowSeconds / RATE_LIMIT_WINDOW_SECONDS);
-}
-
-/** A request counted in its key's window: `used` is its number there, this request included. */
+/**
+ * A request counted in its key's window (the fixed window of RATE_LIMIT_WINDOW_SECONDS that the database's clock,
+ * `nowSeconds`, falls in): `used` is its number there, this request included.
+ */
 export interface CountedRequest {
   window: number;
   used: number;

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { routeGroups } from '../../api/app';
 import { ValidationFailed } from '../../api/errors';
@@ -7,9 +11,11 @@ import { findUnstorable, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../api/middl
 import { bodyLimit, DEFAULT_BODY_LIMIT_BYTES, type JsonSchema, type Route } from '../../api/route';
 import { SHARED_SCHEMAS } from '../../api/schemas/shared';
 import { compileValidator } from '../../api/validation';
-import { eventually, newAccount, noiseImage, V1 } from '../support/fixtures';
+import { apiClient, type ApiResponse, clearOfRateWindowEdge, eventually, jpegBase64, newAccount, noiseImage, V1 } from '../support/fixtures';
 import { rawRequest, RawRequest } from '../support/raw-http';
-import { Stack, startStack } from '../support/stack';
+import { Stack, startApiPair, startStack } from '../support/stack';
+import { testEnvironment } from '../support/environment';
+import { startServiceProcess } from '../../src/cluster/service-process';
 
 const V2 = '/api/v2';
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -252,3 +258,100 @@ describe('request bodies in flight', function () {
     assert.equal(inFlight(), 0);
   });
 });
+
+describe('rate limit across two API processes sharing one database', function () {
+  this.timeout(60_000);
+  const LIMIT = 20;
+  let first: Stack;
+  let second: Stack;
+  before(async () => {
+    [first, second] = await startApiPair(LIMIT);
+  });
+  after(async () => {
+    await first.stop();
+    await second.stop();
+  });
+
+  it('accepts exactly the limit of 3x the limit sent at once through both, refuses the rest with the 429 of the contract, and refused requests do nothing', async () => {
+    const { accountId, apiKey, keyId } = await newAccount(first.db, 1000);
+    const image = await jpegBase64();
+    const viaFirst = apiClient(first.baseUrl, apiKey);
+    const viaSecond = apiClient(second.baseUrl, apiKey);
+    // Reads, writes and generations (a spark hold and a workflow each), every kind through both processes.
+    const kinds: ((call: typeof viaFirst) => Promise<ApiResponse>)[] = [
+      (call) => call('GET', `${V1}/balance`),
+      (call) => call('POST', `${V1}/projects`, { name: 'burst' }),
+      (call) => call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Lamp', category_id: 'home' }),
+    ];
+    await clearOfRateWindowEdge(15); // the whole burst in one window
+    const answers = await Promise.all(Array.from({ length: 3 * LIMIT }, (_, i) => kinds[i % 3](i % 2 ? viaSecond : viaFirst).then((res) => ({ kind: i % 3, res }))));
+
+    const accepted = answers.filter(({ res }) => res.status < 300);
+    const refused = answers.filter(({ res }) => res.status === 429);
+    assert.deepEqual([accepted.length, refused.length], [LIMIT, 2 * LIMIT], JSON.stringify(answers.filter(({ res }) => res.status >= 300 && res.status !== 429).map(({ res }) => res.body)));
+    assert.deepEqual(accepted.map(({ res }) => Number(res.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b), Array.from({ length: LIMIT }, (_, i) => i),
+      'each number of the window given once');
+    const resets = new Set(answers.map(({ res }) => res.headers.get('x-ratelimit-reset')));
+    assert.equal(resets.size, 1, 'one window');
+    const reset = Number([...resets][0]);
+    assert.equal(reset % 60, 0);
+    for (const { res } of refused) {
+      assert.deepEqual(res.body, { detail: {
+        error: 'rate_limit_exceeded', message: `Rate limit of ${LIMIT} requests per minute exceeded`,
+        details: { limit: LIMIT, reset_at: new Date(reset * 1000).toISOString() },
+      } });
+      assert.deepEqual([res.headers.get('x-ratelimit-limit'), res.headers.get('x-ratelimit-remaining')], [String(LIMIT), '0']);
+      const retryAfter = Number(res.headers.get('retry-after'));
+      const left = reset - Date.now() / 1000;
+      assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60 && Math.abs(retryAfter - left) <= 2, `Retry-After ${retryAfter}, ${left} s left`);
+    }
+    for (const { res } of accepted) assert.equal(res.headers.get('x-ratelimit-limit'), String(LIMIT));
+
+    // Only the accepted requests did anything: one project each (a generation makes its own), one hold per generation.
+    const acceptedOf = (kind: number) => accepted.filter((a) => a.kind === kind).length;
+    const [row] = await first.db.query(`SELECT
+        (SELECT count(*)::int FROM projects WHERE account_id = $1 AND name = 'burst') AS projects,
+        (SELECT count(*)::int FROM actions WHERE account_id = $1) AS actions,
+        (SELECT count(*)::int FROM spark_holds WHERE account_id = $1) AS holds,
+        (SELECT sum(count)::int FROM rate_limit_windows WHERE key_id = $2) AS counted`, [accountId, keyId]);
+    assert.deepEqual(row, { projects: acceptedOf(1), actions: acceptedOf(2), holds: acceptedOf(2), counted: 3 * LIMIT }, 'every request counted once, refused ones did nothing');
+    assert.deepEqual([first.services.bodyBytesInFlight.bytes, second.services.bodyBytesInFlight.bytes], [0, 0]);
+  });
+
+  it('stays exact with an API process whose clock is a minute ahead: the window is the database\'s', async () => {
+    // A host's clock off by a minute is extreme; by s seconds, its requests fall into the neighbouring window for s
+    // seconds of every minute, and a burst then is allowed up to twice. A minute makes that every time.
+    const { apiKey, keyId } = await newAccount(first.db, 0);
+    const env = testEnvironment();
+    const port = await freePort();
+    const ahead = await startServiceProcess('api', {
+      DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_TASK_QUEUE: `ahead-${randomUUID()}`,
+      DATA_DIR: path.join(os.tmpdir(), `imagery-clock-ahead-${randomUUID()}`), PORT: String(port), RATE_LIMIT_PER_MINUTE: String(LIMIT),
+      NODE_OPTIONS: `--require ${path.resolve(__dirname, '../support/clock-ahead.js')}`, CLOCK_AHEAD_MS: '60000',
+    });
+    try {
+      const viaFirst = apiClient(first.baseUrl, apiKey);
+      const viaAhead = apiClient(`http://127.0.0.1:${port}`, apiKey);
+      await clearOfRateWindowEdge(15);
+      const answers = await Promise.all(Array.from({ length: 3 * LIMIT }, (_, i) => (i % 2 ? viaAhead : viaFirst)('GET', `${V1}/balance`)));
+      assert.deepEqual([answers.filter((r) => r.status === 200).length, answers.filter((r) => r.status === 429).length], [LIMIT, 2 * LIMIT]);
+      assert.equal(new Set(answers.map((r) => r.headers.get('x-ratelimit-reset'))).size, 1, 'both name the same window');
+      const windows = await first.db.query('SELECT window_start::int AS window, count FROM rate_limit_windows WHERE key_id = $1', [keyId]);
+      assert.equal(windows.length, 1, JSON.stringify(windows));
+      assert.equal(windows[0].count, 3 * LIMIT);
+    } finally {
+      await ahead.stop();
+    }
+  });
+});
+
+/** A port nothing listens on now (for a service process, which logs its configured address, not the one it got). */
+function freePort(): Promise<number> {
+  const server = http.createServer();
+  return new Promise((resolve, reject) => {
+    server.once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -2,7 +2,6 @@
  * A whole service for one test suite: API over real HTTP on a free port, a worker on a unique task queue, real
  * Postgres and the shared dev server.
  */
-import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,7 +13,8 @@ import { createApp } from '../../api/app';
 import { BodyBytesInFlight } from '../../api/middleware/body-bytes-in-flight';
 import type { ApiServices } from '../../api/services';
 import { openDatabase } from '../../src/db/data-source';
-import { loadConfig } from '../../src/config';
+import { type Config, loadConfig } from '../../src/config';
+import { createApiServer } from '../../api/server';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { allFrom, Providers } from '../../src/providers';
 import type { ImageProvider, TextProvider, VideoProvider } from '../../src/providers/provider';
@@ -68,6 +68,8 @@ export interface StackOptions {
   /** `ASSET_DELIVERY` and `S3_PRESIGN_SECONDS` of the API (as `loadConfig` defaults them when left out). */
   assetDelivery?: 'redirect' | 'stream';
   s3PresignSeconds?: number;
+  /** The API's client deadlines (`HTTP_*_SECONDS`; the defaults of `loadConfig` when left out), short in the slow-client tests. */
+  http?: Partial<Pick<Config, 'httpHeadersTimeoutSeconds' | 'httpRequestTimeoutSeconds' | 'httpIdleTimeoutSeconds' | 'httpKeepAliveTimeoutSeconds'>>;
 }
 
 /** The provider route the API gives an action of `product` on this stack (a video advanced on timers). */
@@ -101,7 +103,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     running = Promise.all([worker, ...providerWorkers].map((w) => w.run()));
   }
 
-  const server = http.createServer();
+  const defaults = loadConfig();
+  const timeouts = {
+    httpHeadersTimeoutSeconds: defaults.httpHeadersTimeoutSeconds, httpRequestTimeoutSeconds: defaults.httpRequestTimeoutSeconds,
+    httpIdleTimeoutSeconds: defaults.httpIdleTimeoutSeconds, httpKeepAliveTimeoutSeconds: defaults.httpKeepAliveTimeoutSeconds, ...options.http,
+  };
+  // The server of `npm start`, with its deadlines; the app is attached once it is built (it needs the port).
+  const server = createApiServer(timeouts);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const signer = new UrlSigner('test-signing-secret', baseUrl);
@@ -109,10 +117,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs,
       jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
       funnelIdleTimeoutSeconds: options.funnelIdleTimeoutSeconds ?? 86_400,
-      assetDelivery: options.assetDelivery, s3PresignSeconds: options.s3PresignSeconds,
+      assetDelivery: options.assetDelivery, s3PresignSeconds: options.s3PresignSeconds, httpIdleTimeoutSeconds: timeouts.httpIdleTimeoutSeconds,
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
-    bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? loadConfig().maxBodyBytesInFlight),
+    bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? defaults.maxBodyBytesInFlight),
   };
   server.on('request', createApp(services).callback());
 
