@@ -116,6 +116,13 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
     const p = action.params as unknown as ParamsByProduct['video'];
     return { ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) };
   };
+  /** `key` when it names a stored result of this action (what a heartbeat carried), else undefined. */
+  const storedResult = async (actionId: number, key: string | undefined): Promise<string | undefined> => {
+    if (typeof key !== 'string' || !key.startsWith(`results/${actionId}/`)) return undefined;
+    const found = await store.open(key);
+    found?.stream.destroy();
+    return found ? key : undefined;
+  };
   const storeResult = async (actionId: number, rendered: RenderedAsset) => {
     const key = resultKey(actionId, rendered.extension);
     await store.put(key, rendered.bytes);
@@ -198,15 +205,17 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      */
     async renderAction(actionId: number): Promise<RenderEnd> {
       const ctx = Context.current();
+      // An earlier attempt that stored its result and then lost its worker (or its answer) left the result's key in
+      // its heartbeats: that result is charged, not a second one rendered. Its heartbeats go on carrying it.
+      const earlier = await storedResult(actionId, (ctx.info.heartbeatDetails as RenderProgress | undefined)?.assetPath);
+      const carried = earlier ? { assetPath: earlier } : undefined;
       const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
-      const closed = await untilDatabaseAnswers(() => db.transaction(async (m) => ((await startAction(m, actionId)) === 'started' ? undefined : recordedEnd(m, actionId))));
+      const closed = await untilDatabaseAnswers(
+        () => db.transaction(async (m) => ((await startAction(m, actionId)) === 'started' ? undefined : recordedEnd(m, actionId))), carried);
       // Failed before this render began: by the API (a start it abandoned, never accepted) or the reconciler, which
       // announce for themselves, or not at all.
       if (closed) return closed.status === 'failed' ? { ...closed, endedElsewhere: true } : closed;
-      // An earlier attempt that stored its result and then lost its worker (or its answer) left the result's key in
-      // its heartbeats: that result is charged, not a second one rendered.
-      const stored = (ctx.info.heartbeatDetails as RenderProgress | undefined)?.assetPath;
-      const progress: RenderProgress = { assetPath: stored ?? await renderAndStore(action) };
+      const progress: RenderProgress = carried ?? { assetPath: await renderAndStore(action) };
       if (ctx.cancellationDetails?.cancelRequested) throw ctx.cancellationSignal.reason;
       ctx.heartbeat(progress);
       return untilDatabaseAnswers(() => db.transaction(async (m) => {

@@ -185,9 +185,10 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
             retryInitialMs: config.webhookRetryInitialMs, summary: `${delivery.event} → registered webhook (redelivery)`,
           });
         } catch (err) {
+          // Not started: the delivery goes back to how it was (else it would look pending beside a closed run).
+          await db.query(`UPDATE webhook_deliveries SET status = $2 WHERE id = $1 AND status = 'pending'`, [delivery.id, previousStatus]);
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
           // The last attempt's workflow has recorded its outcome but not closed yet: as good as in progress.
-          await db.query(`UPDATE webhook_deliveries SET status = $2 WHERE id = $1 AND status = 'pending'`, [delivery.id, previousStatus]);
           throw new AppError(409, 'delivery_in_progress', 'The delivery is still being attempted');
         }
         const { id, ...rest } = answer;

@@ -14,7 +14,7 @@
  * - Lost deliveries: a pending webhook delivery whose workflow an operator terminated is closed as failed (the
  *   integrator may redeliver it); one whose workflow never started is started (see settleLostDeliveries).
  */
-import type { Client } from '@temporalio/client';
+import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from '../domain/action-states';
 import { sqlRows } from '../db/sql';
@@ -103,7 +103,7 @@ const EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [typ
  * an announcement workflow (one per action and outcome: never twice). Answers how many.
  */
 export async function announceUnannouncedOutcomes(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  const rows = await sqlRows<Owned & { event: string }>(db.manager,
+  return inPages((after: number) => sqlRows<Owned>(db.manager,
     `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
       WHERE a.status IN ('completed', 'failed') AND a.start_state = 'started'
@@ -112,8 +112,9 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
         AND (a.webhook_url IS NOT NULL OR EXISTS (
               SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active
                  AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at))
-      ORDER BY a.id LIMIT 100`, [config.graceSeconds, EVENTS]);
-  return countMoved(rows, 'announcing an outcome', async (row) => {
+        AND a.id > $3
+      ORDER BY a.id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, EVENTS, after]), (row) => row.action_id, 0,
+  (rows) => countMoved(rows, 'announcing an outcome', async (row) => {
     // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
     // since is not sent events of earlier actions).
     const state = await workflowState(client, ownerOf(row));
@@ -122,10 +123,10 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
     await startAnnouncement(client, config.taskQueue, row.action_id, outcome, 'its workflow ended without sending it');
     log.warn('announced an outcome its workflow did not', { actionId: row.action_id, jobId: row.job_id, outcome });
     return true;
-  });
+  }));
 }
 
-interface PendingDelivery { id: string; action_id: number; event: string; max_attempts: number; webhook_id: string | null }
+interface PendingDelivery { id: string; action_id: number; event: string; max_attempts: number; webhook_id: string | null; created_at: Date }
 
 /**
  * Pending deliveries (past the grace period, within a day) whose workflow is not running. One that an operator
@@ -134,32 +135,66 @@ interface PendingDelivery { id: string; action_id: number; event: string; max_at
  * started with its attempts. Answers how many moved.
  */
 export async function settleLostDeliveries(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  const rows = await sqlRows<PendingDelivery>(db.manager,
-    `SELECT id, action_id, event, max_attempts, webhook_id FROM webhook_deliveries
+  return inPages((after: { createdAt: Date; id: string }) => sqlRows<PendingDelivery>(db.manager,
+    `SELECT id, action_id, event, max_attempts, webhook_id, created_at FROM webhook_deliveries
       WHERE status = 'pending' AND updated_at < now() - make_interval(secs => $1) AND created_at > now() - interval '1 day'
-      ORDER BY created_at LIMIT 100`, [config.graceSeconds]);
-  let moved = 0;
-  for (const delivery of rows) {
-    try {
-      const state = await workflowState(client, deliveryWorkflowId(delivery.id));
-      if (state.kind === 'running') continue;
-      if (state.kind === 'missing') {
-        await startDeliveryWorkflow(client, config.taskQueue, {
-          deliveryId: delivery.id, actionId: delivery.action_id, event: delivery.event, maxAttempts: delivery.max_attempts,
-          retryInitialMs: config.webhookRetryInitialMs, summary: `${delivery.event} (started by the reconciler)`,
-        });
-        log.warn('started a delivery whose workflow never started', { deliveryId: delivery.id, actionId: delivery.action_id });
-      } else {
-        const closed = await sqlRows(db.manager,
-          `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now() WHERE id = $1 AND status = 'pending' RETURNING id`,
-          [delivery.id, `Delivery stopped: its workflow ended (${state.status.toLowerCase().replace(/_/g, ' ')})`]);
-        if (closed.length === 0) continue;
-        log.warn('closed a delivery whose workflow stopped without an outcome', { deliveryId: delivery.id, workflow: state.status });
+        AND (created_at, id) > ($2, $3)
+      ORDER BY created_at, id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, after.createdAt, after.id]),
+  (row) => ({ createdAt: row.created_at, id: row.id }), { createdAt: new Date(0), id: '00000000-0000-0000-0000-000000000000' },
+  async (rows) => {
+    let moved = 0;
+    for (const delivery of rows) {
+      try {
+        if (await settleLostDelivery(db, client, config, delivery)) moved++;
+      } catch (err) {
+        log.error('reconciler: settling a delivery failed', { deliveryId: delivery.id, error: String(err) });
       }
-      moved++;
-    } catch (err) {
-      log.error('reconciler: settling a delivery failed', { deliveryId: delivery.id, error: String(err) });
     }
+    return moved;
+  });
+}
+
+async function settleLostDelivery(db: DataSource, client: Client, config: ReconcileConfig, delivery: PendingDelivery): Promise<boolean> {
+  const state = await workflowState(client, deliveryWorkflowId(delivery.id));
+  if (state.kind === 'running') return false;
+  if (state.kind === 'missing') {
+    try {
+      await startDeliveryWorkflow(client, config.taskQueue, {
+        deliveryId: delivery.id, actionId: delivery.action_id, event: delivery.event, maxAttempts: delivery.max_attempts,
+        retryInitialMs: config.webhookRetryInitialMs, summary: `${delivery.event} (started by the reconciler)`,
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return false; // started meanwhile (its action's workflow, another worker)
+      throw err;
+    }
+    log.warn('started a delivery whose workflow never started', { deliveryId: delivery.id, actionId: delivery.action_id });
+    return true;
+  }
+  // Still pending past the grace period since its last change: a redelivery meanwhile (which makes it pending again
+  // and starts a new run) moves `updated_at`, which keeps it out of this.
+  const closed = await sqlRows(db.manager,
+    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now()
+      WHERE id = $1 AND status = 'pending' AND updated_at < now() - make_interval(secs => $3) RETURNING id`,
+    [delivery.id, `Delivery stopped: its workflow ended (${state.status.toLowerCase().replace(/_/g, ' ')})`, config.graceSeconds]);
+  if (closed.length === 0) return false;
+  log.warn('closed a delivery whose workflow stopped without an outcome', { deliveryId: delivery.id, workflow: state.status });
+  return true;
+}
+
+/** Rows a pass reads at once, and pages at most: rows a pass leaves alone (still running) cannot hide the rest. */
+const PAGE_ROWS = 100;
+const PASS_PAGES = 10;
+
+/** Runs `step` over pages of `fetch` (each after the last key of the one before), up to PASS_PAGES; answers the sum. */
+async function inPages<T, K>(fetch: (after: K) => Promise<T[]>, keyOf: (row: T) => K, first: K, step: (rows: T[]) => Promise<number>): Promise<number> {
+  let moved = 0;
+  let after = first;
+  for (let page = 0; page < PASS_PAGES; page++) {
+    const rows = await fetch(after);
+    if (rows.length === 0) break;
+    moved += await step(rows);
+    if (rows.length < PAGE_ROWS) break;
+    after = keyOf(rows[rows.length - 1]);
   }
   return moved;
 }

@@ -162,7 +162,7 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     });
 
     it('renderAction heartbeats its stored result; a retry after a lost worker charges that result, rendering nothing', async () => {
-      const { accountId } = await newAccount(db, 10);
+      const { accountId } = await newAccount(db, 40);
       const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
       const key = `results/${actionId}/rendered-by-the-lost-attempt.jpg`;
       await store.put(key, Buffer.from(await jpegBase64(64, 64), 'base64'));
@@ -172,9 +172,18 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
       retry.on('heartbeat', (details: unknown) => heartbeats.push(details));
       assert.deepEqual(await retry.run(activities.renderAction, actionId), { status: 'completed', assetPath: key });
       assert.deepEqual((await actionRow(actionId)).asset_path, key);
-      assert.deepEqual(await readBalance(db, accountId), { balance: 5, holds: 0, available: 5 });
+      assert.deepEqual(await readBalance(db, accountId), { balance: 35, holds: 0, available: 35 });
       assert.deepEqual(heartbeats.at(-1), { assetPath: key }, 'the result goes on with the heartbeats while it is charged');
       await assertMoneyConsistent(db, accountId);
+
+      // A heartbeat naming another action's result, or a result that is not stored, is not trusted: it renders anew.
+      for (const carried of [key, `results/${actionId + 1}/nothing-here.jpg`]) {
+        const other = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
+        const end: RenderEnd = await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { assetPath: carried } }, { logger: quietLogger })
+          .run(activities.renderAction, other);
+        assert.equal(end.status, 'completed');
+        assert.match((end as { assetPath: string }).assetPath, new RegExp(`^results/${other}/`));
+      }
 
       const fresh = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
       const first = new MockActivityEnvironment(undefined, { logger: quietLogger });

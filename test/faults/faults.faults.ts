@@ -248,6 +248,7 @@ for (const kind of ['dev', 'server'] as const) {
       await lock.startTransaction();
       let t0 = 0;
       try {
+        await lock.query('SET LOCAL idle_in_transaction_session_timeout = 0'); // this test's own idle transaction, on slow machines too
         await lock.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
         const waiting = async () => (await stack.db.query(
           `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0].n as number;

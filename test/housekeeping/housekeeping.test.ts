@@ -35,16 +35,17 @@ describe('housekeeping on a Temporal schedule', function () {
   });
 
   it('updates a schedule an older release made with another interval and overlap policy, keeping it paused', async () => {
-    const scheduleId = `${stack.taskQueue}-housekeeping`;
+    const taskQueue = `${stack.taskQueue}-older-release`; // a schedule of its own, apart from the one the test before deleted
+    const scheduleId = `${taskQueue}-housekeeping`;
     const handle = await stack.temporal.schedule.create({
       scheduleId,
       spec: { intervals: [{ every: '1 hour' }] },
-      action: { type: 'startWorkflow', workflowType: 'housekeepingWorkflow', workflowId: scheduleId, taskQueue: stack.taskQueue, args: [] },
+      action: { type: 'startWorkflow', workflowType: 'housekeepingWorkflow', workflowId: scheduleId, taskQueue, args: [] },
       policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL },
       state: { paused: true, note: 'paused by an operator' },
     });
     try {
-      await ensureHousekeepingSchedule(stack.temporal, stack.taskQueue);
+      assert.equal(await ensureHousekeepingSchedule(stack.temporal, taskQueue), scheduleId);
       const schedule = await handle.describe();
       assert.deepEqual(schedule.spec.intervals?.map((i) => i.every), [10 * 60_000]);
       assert.equal(schedule.policies.overlap, ScheduleOverlapPolicy.SKIP);
