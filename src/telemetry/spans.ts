@@ -1,0 +1,52 @@
+/**
+ * Spans around the service's own work (outbound HTTP, provider calls), through `@opentelemetry/api` only. When
+ * tracing is off the work runs as it is, without a span object or a context switch.
+ */
+import { context, propagation, type Attributes, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+
+const TRACER_NAME = 'product-imagery-service';
+/** The baggage entry, and the span attribute, that carry the API's request id along an action. */
+export const REQUEST_ID_KEY = 'request.id';
+
+let on = false;
+
+/** Set by installTracing (tracing.ts), so that this module never loads the SDK. */
+export function markTracingOn(value: boolean): void {
+  on = value;
+}
+
+export function tracingOn(): boolean {
+  return on;
+}
+
+export function tracer() {
+  return trace.getTracer(TRACER_NAME);
+}
+
+/** Runs `work` in a span of its own (a child of the active one); a thrown error marks the span failed and goes on. */
+export async function inSpan<T>(name: string, options: { kind?: SpanKind; attributes?: Attributes }, work: (span?: Span) => Promise<T>): Promise<T> {
+  if (!on) return work();
+  return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, async (span) => {
+    try {
+      return await work(span);
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** The trace, span and request id of the active span, for log lines; undefined when there is none. */
+export function activeTraceFields(): Record<string, string> | undefined {
+  if (!on) return undefined;
+  const active = context.active();
+  const spanContext = trace.getSpan(active)?.spanContext();
+  if (!spanContext || !trace.isSpanContextValid(spanContext)) return undefined;
+  const requestId = propagation.getBaggage(active)?.getEntry(REQUEST_ID_KEY)?.value;
+  return { trace_id: spanContext.traceId, span_id: spanContext.spanId, ...(requestId ? { requestId } : {}) };
+}
+
+export { SpanKind };
