@@ -28,10 +28,12 @@ const FROM_SDK: Record<SdkLevel, Level> = { TRACE: 'debug', DEBUG: 'debug', INFO
 
 /**
  * The Temporal runtime's logger (the SDK's own lines, and those of workflows and activities through `log` and
- * `Context.log`) as our JSON lines, from `minimum` up: an activity's line gets the trace fields of its span.
+ * `Context.log`) as our JSON lines: warnings and errors at the default levels, everything at `debug`, errors only
+ * at `error`. An activity's line gets the trace fields of its span.
  */
-export function sdkLogger(minimum: Level) {
+export function sdkLogger() {
   const emit = (level: SdkLevel, message: string, meta?: Record<string | symbol, unknown>) => {
+    const minimum: Level = threshold === 'debug' ? 'debug' : threshold === 'error' ? 'error' : 'warn';
     if (ORDER[FROM_SDK[level]] >= ORDER[minimum]) write(FROM_SDK[level], message, meta as Record<string, unknown> | undefined);
   };
   return {

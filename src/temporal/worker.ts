@@ -4,7 +4,7 @@ import {
   makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { createActivities, ActivityDeps } from '../../activities';
-import { logLevel, sdkLogger } from '../log';
+import { sdkLogger } from '../log';
 import { tracing } from '../telemetry/tracing';
 import { providerTaskQueue } from './contract';
 
@@ -18,7 +18,7 @@ export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: sdkLogger(logLevel() === 'debug' ? 'debug' : logLevel() === 'error' ? 'error' : 'warn') });
+    Runtime.install({ logger: sdkLogger() });
   } catch {
     // already installed by someone else in this process (tests)
   }

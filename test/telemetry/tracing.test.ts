@@ -1,0 +1,148 @@
+/**
+ * Tracing: one trace from the API request to the webhook delivery (an in-memory exporter, the real stack), the
+ * request id on the trace and on the action's log lines; and nothing installed when tracing is off.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { context, trace } from '@opentelemetry/api';
+import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { logLevel, setLogLevel } from '../../src/log';
+import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
+import { TRACING_WORKFLOW_MODULES } from '../../src/temporal/worker';
+import { tracingOn } from '../../src/telemetry/spans';
+import { installTracing, tracing } from '../../src/telemetry/tracing';
+import { quietLogger } from '../support/environment';
+import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { startHttpsServer, type TestHttpsServer } from '../support/https-server';
+import { type Stack, startStack } from '../support/stack';
+
+/** The JSON lines written to stderr while `work` runs (kept from the test's output; other writes go through). */
+async function capturingLogs<T>(work: () => Promise<T>): Promise<{ result: T; lines: Record<string, unknown>[] }> {
+  const lines: Record<string, unknown>[] = [];
+  const original = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    const text = String(chunk);
+    if (!text.startsWith('{')) return (original as (...args: unknown[]) => boolean)(chunk, ...rest);
+    for (const line of text.split('\n')) if (line) lines.push(JSON.parse(line));
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    return { result: await work(), lines };
+  } finally {
+    process.stderr.write = original;
+  }
+}
+
+describe('tracing', function () {
+  this.timeout(120_000);
+
+  describe('off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
+    it('installs nothing: no provider, no context manager, no interceptors; requests and log lines carry no trace', async () => {
+      assert.equal(tracing(), undefined);
+      assert.equal(tracingOn(), false);
+      const stack = await startStack({ withWorker: false });
+      try {
+        assert.deepEqual(stack.temporal.options.interceptors.workflow, [], 'no client interceptor');
+        // The global API is its no-op: a span started is not recording and nothing becomes active.
+        const span = trace.getTracer('probe').startSpan('probe');
+        assert.equal(span.isRecording(), false);
+        context.with(trace.setSpan(context.active(), span), () => assert.equal(trace.getSpan(context.active()), undefined));
+        const res = await apiClient(stack.baseUrl)('GET', '/healthz');
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('traceparent'), null);
+      } finally {
+        await stack.stop();
+      }
+    });
+  });
+
+  describe('on', () => {
+    let exporter: InMemorySpanExporter;
+    let bundle: WorkflowBundleWithSourceMap;
+    let stack: Stack;
+    let receiver: TestHttpsServer;
+    let level: ReturnType<typeof logLevel>;
+
+    before(async () => {
+      exporter = new InMemorySpanExporter();
+      installTracing({ serviceName: 'imagery-test', exporter, spanProcessor: (e) => new SimpleSpanProcessor(e!) });
+      bundle = await bundleWorkflowCode({
+        workflowsPath: require.resolve('../../workflows'), workflowInterceptorModules: TRACING_WORKFLOW_MODULES, logger: quietLogger,
+      });
+      stack = await startStack({ workflowBundle: bundle, webhookRetryInitialMs: 100 });
+      let first = true;
+      receiver = await startHttpsServer((_req, res) => {
+        // One refusal first: the delivery's activity logs it, and its retry is a second activity span.
+        res.writeHead(first ? 503 : 200).end('ok');
+        first = false;
+      });
+      level = logLevel();
+    });
+    after(async () => {
+      setLogLevel(level);
+      await receiver?.close();
+      await stack?.stop();
+      await tracing()?.shutdown();
+    });
+
+    it('one trace spans the API request, the workflow start, the workflow, its activities and the webhook delivery', async () => {
+      const { apiKey } = await newAccount(stack.db, 100);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const requestId = `trace-test-${randomUUID()}`;
+      setLogLevel('debug');
+      const { result: jobId, lines } = await capturingLogs(async () => {
+        const res = await call('POST', `${V1}/generate/photo`, {
+          images: [{ data: await jpegBase64() }], product_name: 'Cup', category_id: 'home', resolution: '1K', webhook_url: `${receiver.url}/traced`,
+        }, { 'X-Request-Id': requestId });
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result();
+        await eventually(async () => receiver.requests.length, (n) => n >= 1);
+        const deliveryId = receiver.requests[0].headers['x-service-job-id'] as string;
+        await stack.temporal.workflow.getHandle(deliveryWorkflowId(deliveryId)).result();
+        return deliveryId;
+      });
+      setLogLevel(level);
+      assert.ok(jobId);
+      await tracing()!.spanProcessor.forceFlush();
+
+      const spans = exporter.getFinishedSpans();
+      const server = spans.find((s) => s.name === 'POST /api/v1/public/generate/photo');
+      assert.ok(server, `a server span named by the route template; got ${[...new Set(spans.map((s) => s.name))].join(', ')}`);
+      assert.equal(server.attributes['request.id'], requestId);
+      assert.equal(server.attributes['http.route'], '/api/v1/public/generate/photo');
+      assert.equal(server.attributes['http.response.status_code'], 200);
+      assert.equal(server.parentSpanId, undefined, 'the request starts the trace');
+      const traceId = server.spanContext().traceId;
+      const ours = spans.filter((s) => s.spanContext().traceId === traceId);
+      const names = new Set(ours.map((s) => s.name));
+      for (const name of [
+        'StartWorkflow:actionWorkflow', 'RunWorkflow:actionWorkflow', 'StartChildWorkflow:webhookDeliveryWorkflow',
+        'RunWorkflow:webhookDeliveryWorkflow', 'RunActivity:deliverWebhook', 'POST',
+      ]) assert.ok(names.has(name), `${name} in the trace; it has ${[...names].join(', ')}`);
+      assert.ok(ours.some((s) => s.name.startsWith('RunActivity:') && s.name !== 'RunActivity:deliverWebhook'), 'the action\'s own activities');
+
+      // Every span of the trace hangs from another of it, up to the request's.
+      const byId = new Map(ours.map((s) => [s.spanContext().spanId, s]));
+      for (const span of ours) if (span !== server) assert.ok(byId.has(span.parentSpanId!), `${span.name}'s parent is in the trace`);
+      const ancestry = (span: ReadableSpan): string[] => (span.parentSpanId ? [span.name, ...ancestry(byId.get(span.parentSpanId)!)] : [span.name]);
+      const deliveries = ours.filter((s) => s.name === 'POST');
+      assert.equal(deliveries.length, 2, 'the refused attempt and the delivered one');
+      assert.deepEqual(deliveries.map((s) => s.attributes['http.response.status_code']).sort(), [200, 503]);
+      assert.deepEqual(ancestry(deliveries[0]).slice(0, 2), ['POST', 'RunActivity:deliverWebhook']);
+      assert.ok(ancestry(deliveries[0]).includes('RunWorkflow:webhookDeliveryWorkflow'));
+      assert.equal(ancestry(deliveries[0]).at(-1), 'POST /api/v1/public/generate/photo');
+      assert.ok(!ours.some((s) => /\d{3,}|[0-9a-f]{8}-/.test(s.name)), 'no span is named by an id');
+
+      // The action's log lines (the activity's own, the SDK's about it) carry the request id and the trace id.
+      const refusal = lines.find((l) => l.msg === 'webhook answered with an error');
+      assert.ok(refusal, 'the delivery activity logged the refusal');
+      assert.equal(refusal.requestId, requestId);
+      assert.equal(refusal.trace_id, traceId);
+      const actionLines = lines.filter((l) => l.trace_id === traceId);
+      assert.ok(actionLines.length > 1);
+      const withoutRequestId = actionLines.filter((l) => l.requestId !== requestId);
+      assert.deepEqual(withoutRequestId.map((l) => l.msg), [], 'every line of the trace has the request id');
+    });
+  });
+});
