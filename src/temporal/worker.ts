@@ -64,6 +64,7 @@ export function workerQueues(
  */
 export const TRACING_WORKFLOW_MODULES = [
   require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+  require.resolve('./workflow-request-id'),
 ];
 
 /**

@@ -6,7 +6,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { logLevel, setLogLevel } from '../../src/log';
 import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
 import { TRACING_WORKFLOW_MODULES } from '../../src/temporal/worker';
@@ -15,7 +19,10 @@ import { installTracing, tracing } from '../../src/telemetry/tracing';
 import { quietLogger } from '../support/environment';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { startHttpsServer, type TestHttpsServer } from '../support/https-server';
+import { ScriptedProvider } from '../support/providers';
 import { type Stack, startStack } from '../support/stack';
+
+const HISTORIES = path.resolve(__dirname, '../../../test/histories');
 
 /** The JSON lines written to stderr while `work` runs (kept from the test's output; other writes go through). */
 async function capturingLogs<T>(work: () => Promise<T>): Promise<{ result: T; lines: Record<string, unknown>[] }> {
@@ -143,6 +150,45 @@ describe('tracing', function () {
       assert.ok(actionLines.length > 1);
       const withoutRequestId = actionLines.filter((l) => l.requestId !== requestId);
       assert.deepEqual(withoutRequestId.map((l) => l.msg), [], 'every line of the trace has the request id');
+    });
+
+    it('a workflow\'s log line carries the request id and the trace id', async () => {
+      // A failure of no shown type: the action's workflow logs it (through the sandbox's logger sink).
+      const failing = await startStack({ workflowBundle: bundle, provider: new ScriptedProvider([ApplicationFailure.nonRetryable('boom', 'TestInternal') as never]) });
+      try {
+        const call = apiClient(failing.baseUrl, (await newAccount(failing.db, 100)).apiKey);
+        const requestId = `trace-test-${randomUUID()}`;
+        setLogLevel('warn');
+        const { lines } = await capturingLogs(async () => {
+          const res = await call('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }], product_name: 'Cup', category_id: 'home', resolution: '1K' },
+            { 'X-Request-Id': requestId });
+          assert.equal(res.status, 200, JSON.stringify(res.body));
+          await failing.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result();
+        });
+        setLogLevel(level);
+        const server = exporter.getFinishedSpans().find((s) => s.attributes['request.id'] === requestId);
+        assert.ok(server);
+        const line = lines.find((l) => l.msg === 'generation failed for an internal reason');
+        assert.ok(line, `the workflow logged the failure; got ${lines.map((l) => l.msg).join(' | ')}`);
+        assert.equal(line.sdkComponent, 'workflow');
+        assert.equal(line.requestId, requestId);
+        assert.equal(line.trace_id, server.spanContext().traceId);
+      } finally {
+        setLogLevel(level);
+        await failing.stop();
+      }
+    });
+
+    it('every recorded history still replays with the tracing interceptors bundled (they add headers, no commands)', async () => {
+      const histories = readdirSync(HISTORIES).filter((f) => f.endsWith('.json')).sort()
+        .map((file) => ({ workflowId: file.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, file), 'utf8'))) }));
+      assert.ok(histories.length > 0);
+      let count = 0;
+      for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, histories)) {
+        assert.equal(result.error, undefined, `${result.workflowId}: ${result.error}`);
+        count++;
+      }
+      assert.equal(count, histories.length);
     });
   });
 });
