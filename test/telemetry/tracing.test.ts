@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
@@ -189,6 +191,32 @@ describe('tracing', function () {
         count++;
       }
       assert.equal(count, histories.length);
+    });
+  });
+
+  describe('OTLP export', () => {
+    it('sends finished spans as OTLP/HTTP protobuf to <endpoint>/v1/traces, and flushes them at shutdown', async () => {
+      const posts: { path: string; type: string | undefined; bytes: number }[] = [];
+      const collector = http.createServer((req, res) => {
+        let bytes = 0;
+        req.on('data', (c: Buffer) => { bytes += c.length; });
+        req.on('end', () => {
+          posts.push({ path: req.url!, type: req.headers['content-type'], bytes });
+          res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end();
+        });
+      });
+      await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+      try {
+        installTracing({ serviceName: 'imagery-test', otlpEndpoint: `http://127.0.0.1:${(collector.address() as AddressInfo).port}/` });
+        trace.getTracer('probe').startSpan('probe').end();
+        await tracing()!.shutdown();
+        assert.equal(tracing(), undefined);
+        assert.deepEqual(posts.map((p) => [p.path, p.type]), [['/v1/traces', 'application/x-protobuf']]);
+        assert.ok(posts[0].bytes > 0);
+      } finally {
+        await tracing()?.shutdown();
+        collector.close();
+      }
     });
   });
 });
