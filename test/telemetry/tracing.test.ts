@@ -154,6 +154,14 @@ describe('tracing', function () {
       assert.deepEqual(withoutRequestId.map((l) => l.msg), [], 'every line of the trace has the request id');
     });
 
+    it('names a server span by its route template, never by a path with ids; a path no route matches by its method', async () => {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 1)).apiKey);
+      assert.equal((await call('GET', `${V1}/status/987654`)).status, 404);
+      assert.equal((await call('GET', `${V1}/no-such-route/987654`)).status, 404);
+      const names = exporter.getFinishedSpans().filter((s) => s.attributes['http.response.status_code'] === 404).map((s) => [s.name, s.attributes['http.route']]);
+      assert.deepEqual(names, [['GET /api/v1/public/status/:action_id', '/api/v1/public/status/:action_id'], ['GET', undefined]]);
+    });
+
     it('a workflow\'s log line carries the request id and the trace id', async () => {
       // A failure of no shown type: the action's workflow logs it (through the sandbox's logger sink).
       const failing = await startStack({ workflowBundle: bundle, provider: new ScriptedProvider([ApplicationFailure.nonRetryable('boom', 'TestInternal') as never]) });
