@@ -14,7 +14,7 @@ import { log } from './log';
 import { createProviders } from './providers';
 import { OutboundPolicy } from './net/outbound';
 import { createAssetStore } from './storage/create-asset-store';
-import { installTracing, tracing } from './telemetry/tracing';
+import { tracing } from './telemetry/spans';
 import { expireHelperReservations, HELPER_RESERVATION_TTL_SECONDS } from './domain/helper-usage';
 import { UrlSigner } from './storage/signed-urls';
 import { loadSecret, SecretBox } from './secrets';
@@ -49,7 +49,8 @@ async function main(mode: Mode): Promise<void> {
   const config = loadConfig();
   // Before any client, worker or app is made: they add tracing's interceptors and middleware only when it is on.
   if (config.otlpEndpoint) {
-    installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
+    // Required here only: with tracing off, the SDK and the exporter are never loaded.
+    (require('./telemetry/tracing') as typeof import('./telemetry/tracing')).installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
     log.info('tracing on', { otlpEndpoint: config.otlpEndpoint, serviceName: config.otelServiceName });
   }
   const providers = createProviders(config);

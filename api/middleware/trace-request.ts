@@ -1,6 +1,5 @@
 import type { Middleware } from 'koa';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE } from '@opentelemetry/semantic-conventions';
 import { REQUEST_ID_KEY, tracer } from '../../src/telemetry/spans';
 
 /**
@@ -11,12 +10,13 @@ import { REQUEST_ID_KEY, tracer } from '../../src/telemetry/spans';
  * its own: a caller's `traceparent` and `baggage` are not taken (a public API's callers do not set our sampling or
  * our request ids).
  */
+// Attribute names are OpenTelemetry's stable HTTP semantic conventions.
 export function traceRequest(): Middleware {
   return async (ctx, next) => {
     const requestId: string = ctx.state.requestId;
     const span = tracer().startSpan(ctx.method, {
       kind: SpanKind.SERVER,
-      attributes: { [ATTR_HTTP_REQUEST_METHOD]: ctx.method, [REQUEST_ID_KEY]: requestId },
+      attributes: { 'http.request.method': ctx.method, [REQUEST_ID_KEY]: requestId },
     }, ROOT_CONTEXT);
     const baggage = propagation.createBaggage({ [REQUEST_ID_KEY]: { value: requestId } });
     try {
@@ -25,9 +25,9 @@ export function traceRequest(): Middleware {
       const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
       if (typeof route === 'string') {
         span.updateName(`${ctx.method} ${route}`);
-        span.setAttribute(ATTR_HTTP_ROUTE, route);
+        span.setAttribute('http.route', route);
       }
-      span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, ctx.status);
+      span.setAttribute('http.response.status_code', ctx.status);
       if (ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     }

@@ -12,7 +12,6 @@ import dns from 'node:dns';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_SERVER_ADDRESS, ATTR_URL_SCHEME } from '@opentelemetry/semantic-conventions';
 import { inSpan, SpanKind, tracingOn } from '../telemetry/spans';
 
 const BLOCKED_V4 = [
@@ -147,10 +146,10 @@ export class OutboundPolicy {
     // sent to the receiver: our trace ids stay ours.
     return inSpan(init.method, {
       kind: SpanKind.CLIENT,
-      attributes: { [ATTR_HTTP_REQUEST_METHOD]: init.method, [ATTR_SERVER_ADDRESS]: url.hostname, [ATTR_URL_SCHEME]: url.protocol.replace(':', '') },
+      attributes: { 'http.request.method': init.method, 'server.address': url.hostname, 'url.scheme': url.protocol.replace(':', '') },
     }, async (span) => {
       const response = await this.exchange(url, init);
-      span?.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.status);
+      span?.setAttribute('http.response.status_code', response.status);
       return response;
     });
   }

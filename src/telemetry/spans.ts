@@ -1,18 +1,36 @@
 /**
- * Spans around the service's own work (outbound HTTP, provider calls), through `@opentelemetry/api` only. When
- * tracing is off the work runs as it is, without a span object or a context switch.
+ * Whether tracing is on, and spans around the service's own work (outbound HTTP, provider calls), through
+ * `@opentelemetry/api` only. When tracing is off the work runs as it is, without a span object or a context switch,
+ * and the SDK (tracing.ts) is never loaded.
  */
 import { context, propagation, type Attributes, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import type { Resource } from '@opentelemetry/resources';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 const TRACER_NAME = 'product-imagery-service';
 /** The baggage entry, and the span attribute, that carry the API's request id along an action. */
 export const REQUEST_ID_KEY = 'request.id';
 
+/** What tracing.ts installed: the span processor and resource that the Temporal worker's workflow-span sink needs. */
+export interface Tracing {
+  resource: Resource;
+  spanProcessor: SpanProcessor;
+  /** Flushes what is buffered and uninstalls (the process's shutdown; the tests). */
+  shutdown(): Promise<void>;
+}
+
+let installed: Tracing | undefined;
 let on = false;
 
-/** Set by installTracing (tracing.ts), so that this module never loads the SDK. */
-export function markTracingOn(value: boolean): void {
-  on = value;
+/** Set by installTracing (tracing.ts): this module, loaded by every process, never loads the SDK. */
+export function markInstalled(value: Tracing | undefined): void {
+  installed = value;
+  on = value !== undefined;
+}
+
+/** The installed tracing, or undefined when tracing is off. */
+export function tracing(): Tracing | undefined {
+  return installed;
 }
 
 export function tracingOn(): boolean {

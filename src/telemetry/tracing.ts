@@ -1,8 +1,8 @@
 /**
  * OpenTelemetry tracing of the whole path of an action (HTTP request, workflow start, workflow, activities,
  * provider calls, webhook deliveries), installed once per process when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. When it
- * is not, nothing is installed: no provider, no context manager, no Temporal interceptors, and the `@opentelemetry/api`
- * calls of spans.ts and log.ts answer from its no-op defaults.
+ * is not, nothing is installed nor loaded: this module (the SDK, the exporter) and Temporal's interceptors are
+ * required only when it is on, and spans.ts and log.ts check one flag.
  */
 import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -10,23 +10,10 @@ import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } 
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import { markTracingOn } from './spans';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { markInstalled, tracing, type Tracing } from './spans';
 
-export interface Tracing {
-  resource: Resource;
-  /** What the Temporal worker's workflow-span sink hands finished workflow spans to. */
-  spanProcessor: SpanProcessor;
-  /** Flushes what is buffered and uninstalls (the process's shutdown; the tests). */
-  shutdown(): Promise<void>;
-}
-
-let installed: Tracing | undefined;
-
-/** The installed tracing, or undefined when tracing is off. */
-export function tracing(): Tracing | undefined {
-  return installed;
-}
+export { tracing, type Tracing };
 
 export interface TracingOptions {
   serviceName: string;
@@ -42,8 +29,8 @@ export interface TracingOptions {
  * propagators (the request id rides in baggage through Temporal's headers). Once per process.
  */
 export function installTracing(options: TracingOptions): Tracing {
-  if (installed) throw new Error('tracing is installed already');
-  const resource = new Resource({ [ATTR_SERVICE_NAME]: options.serviceName, [ATTR_SERVICE_VERSION]: process.env.npm_package_version ?? '0.1.0' });
+  if (tracing()) throw new Error('tracing is installed already');
+  const resource = new Resource({ [ATTR_SERVICE_NAME]: options.serviceName });
   const exporter = options.exporter ?? new OTLPTraceExporter({ url: `${options.otlpEndpoint!.replace(/\/+$/, '')}/v1/traces` });
   const spanProcessor = options.spanProcessor ? options.spanProcessor(exporter) : new BatchSpanProcessor(exporter);
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
@@ -52,18 +39,17 @@ export function installTracing(options: TracingOptions): Tracing {
     contextManager,
     propagator: new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
   });
-  markTracingOn(true);
-  installed = {
+  const installed: Tracing = {
     resource,
     spanProcessor,
     async shutdown() {
-      markTracingOn(false);
-      installed = undefined;
+      markInstalled(undefined);
       await provider.shutdown();
       trace.disable();
       context.disable();
       propagation.disable();
     },
   };
+  markInstalled(installed);
   return installed;
 }

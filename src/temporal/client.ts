@@ -1,6 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
-import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
-import { tracing } from '../telemetry/tracing';
+import type * as OtelClient from '@temporalio/interceptors-opentelemetry/lib/client';
+import { tracingOn } from '../telemetry/spans';
 
 /**
  * A client of `namespace`. With tracing on, each workflow start, signal, query, cancel is a span, and a start carries
@@ -8,6 +8,8 @@ import { tracing } from '../telemetry/tracing';
  */
 export async function connectClient(address: string, namespace: string): Promise<Client> {
   const connection = await Connection.connect({ address });
-  const interceptors = tracing() ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
+  const interceptors = tracingOn() // the interceptor's module is loaded only with tracing on
+    ? { workflow: [new (require('@temporalio/interceptors-opentelemetry/lib/client') as typeof OtelClient).OpenTelemetryWorkflowClientInterceptor()] }
+    : undefined;
   return new Client({ connection, namespace, ...(interceptors ? { interceptors } : {}) });
 }

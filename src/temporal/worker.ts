@@ -1,11 +1,9 @@
 /** Builds the worker: one task queue, every workflow from workflows/index, every activity from the factory. */
 import { NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
-import {
-  makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor,
-} from '@temporalio/interceptors-opentelemetry/lib/worker';
+import type * as OtelWorker from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { createActivities, ActivityDeps } from '../../activities';
 import { sdkLogger } from '../log';
-import { tracing } from '../telemetry/tracing';
+import { tracing } from '../telemetry/spans';
 import { providerTaskQueue } from './contract';
 
 let runtimeInstalled = false;
@@ -75,6 +73,8 @@ export const TRACING_WORKFLOW_MODULES = [
 function tracingOptions(withWorkflows: boolean): Partial<WorkerOptions> {
   const installed = tracing();
   if (!installed) return {};
+  const { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } =
+    require('@temporalio/interceptors-opentelemetry/lib/worker') as typeof OtelWorker; // loaded only with tracing on
   return {
     interceptors: {
       activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],

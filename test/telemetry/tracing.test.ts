@@ -3,6 +3,7 @@
  * request id on the trace and on the action's log lines; and nothing installed when tracing is off.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -63,6 +64,16 @@ describe('tracing', function () {
       } finally {
         await stack.stop();
       }
+    });
+
+    it('loads neither the SDK, the exporter nor Temporal\'s interceptors in the modules of the API and the worker', () => {
+      // A fresh process: this test's own file loads the SDK to test it with tracing on.
+      const root = path.resolve(__dirname, '../..');
+      const loaded = execFileSync(process.execPath, ['-e', `
+        for (const m of ['api/app', 'src/temporal/worker', 'src/temporal/client', 'src/net/outbound', 'src/providers', 'src/log']) require('./' + m);
+        process.stdout.write(JSON.stringify(Object.keys(require.cache).filter((k) => /sdk-trace|interceptors-opentelemetry|exporter-trace|context-async-hooks/.test(k))));
+      `], { cwd: root, encoding: 'utf8' });
+      assert.deepEqual(JSON.parse(loaded), []);
     });
   });
 
