@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { context, trace } from '@opentelemetry/api';
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -19,7 +19,9 @@ import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contrac
 import { TRACING_WORKFLOW_MODULES } from '../../src/temporal/worker';
 import { tracingOn } from '../../src/telemetry/spans';
 import { installTracing, tracing } from '../../src/telemetry/tracing';
+import { GeminiProvider } from '../../src/providers/gemini';
 import { quietLogger } from '../support/environment';
+import { httpError, jsonAnswer, startGeminiServer } from '../support/gemini-server';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { startHttpsServer, type TestHttpsServer } from '../support/https-server';
 import { ScriptedProvider } from '../support/providers';
@@ -171,6 +173,29 @@ describe('tracing', function () {
       assert.equal((await call('GET', `${V1}/no-such-route/987654`)).status, 404);
       const names = exporter.getFinishedSpans().filter((s) => s.attributes['http.response.status_code'] === 404).map((s) => [s.name, s.attributes['http.route']]);
       assert.deepEqual(names, [['GET /api/v1/public/status/:action_id', '/api/v1/public/status/:action_id'], ['GET', undefined]]);
+    });
+
+    it('a provider SDK call is a client span under the activity\'s, failed when the call fails', async () => {
+      const analysis = { category_id: 'home', product_name: 'Mug', qualities: ['Warm', 'Safe', 'Matte'] };
+      const gemini = await startGeminiServer(() => jsonAnswer(analysis));
+      try {
+        const provider = new GeminiProvider({ apiKey: gemini.apiKey, baseUrl: gemini.baseUrl, imageModel: 'test-image-model', textModel: 'test-text-model', timeoutMs: 5_000 });
+        const images = [Buffer.from(await jpegBase64(), 'base64')];
+        const parent = trace.getTracer('test').startSpan('RunActivity:probe');
+        await context.with(trace.setSpan(context.active(), parent), async () => {
+          await provider.analyze(images, 'en');
+          gemini.script(httpError(400));
+          await assert.rejects(provider.analyze(images, 'en'));
+        });
+        parent.end();
+        const calls = exporter.getFinishedSpans().filter((s) => s.parentSpanId === parent.spanContext().spanId);
+        assert.deepEqual(calls.map((s) => [s.name, s.kind, s.attributes['gen_ai.request.model'], s.status.code]), [
+          ['gemini generateContent', SpanKind.CLIENT, 'test-text-model', SpanStatusCode.UNSET],
+          ['gemini generateContent', SpanKind.CLIENT, 'test-text-model', SpanStatusCode.ERROR],
+        ]);
+      } finally {
+        await gemini.close();
+      }
     });
 
     it('a workflow\'s log line carries the request id and the trace id', async () => {
