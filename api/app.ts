@@ -15,6 +15,8 @@ import { ValidationFailed } from './errors';
 import { rateLimit } from './middleware/rate-limit';
 import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { requestId } from './middleware/request-id';
+import { traceRequest } from './middleware/trace-request';
+import { tracingOn } from '../src/telemetry/spans';
 import { buildOpenApiDocument } from './openapi';
 import { bodyLimit, type Route, type RouteGroup } from './route';
 import { V1_PREFIX } from './actions/submit';
@@ -110,6 +112,7 @@ export function createApp(services: ApiServices): Koa {
   });
   app.use(unreadBodyDeadline(bodyIdleMs));
   app.use(requestId());
+  if (tracingOn()) app.use(traceRequest()); // outside errorHandler: the span ends with the status answered
   app.use(errorHandler());
   app.use(serveAssets(services));
   for (const group of groups.filter((g) => g.authenticated)) app.use(underPrefix(group.prefix, guard));

@@ -96,6 +96,10 @@ export interface Config {
   s3PresignSeconds: number;
   /** What a worker process serves: `main` (workflows, bookkeeping) and provider names; undefined: all of them. */
   workerQueues: string[] | undefined;
+  /** OTLP/HTTP collector (traces go to `<it>/v1/traces`); unset: tracing off, nothing installed. */
+  otlpEndpoint: string | undefined;
+  /** The `service.name` of the traces. */
+  otelServiceName: string;
 }
 
 /** A non-negative number, fractions allowed (intervals in seconds). */
@@ -194,6 +198,13 @@ function httpTimeouts() {
   return timeouts;
 }
 
+/** `OTEL_EXPORTER_OTLP_ENDPOINT`: an http(s) URL without query or fragment (a typo would otherwise lose every trace quietly). */
+function otlpEndpoint(): string | undefined {
+  const raw = str('OTEL_EXPORTER_OTLP_ENDPOINT')?.trim().replace(/\/+$/, '');
+  if (raw !== undefined && !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(raw)) throw new Error(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${raw}"`);
+  return raw || undefined;
+}
+
 /** A secret variable: unset stays unset (a random one is kept in DATA_DIR); a short or placeholder value stops the process. */
 function secret(name: string): string | undefined {
   return configuredSecret(name, str(name));
@@ -251,6 +262,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     ...s3Settings(assetStore),
     assetDelivery: oneOf('ASSET_DELIVERY', ['redirect', 'stream'] as const),
     workerQueues: str('WORKER_QUEUES')?.split(',').map((q) => q.trim()).filter(Boolean),
+    otlpEndpoint: otlpEndpoint(),
+    otelServiceName: str('OTEL_SERVICE_NAME') ?? 'product-imagery',
   };
   return { ...config, ...overrides };
 }

@@ -14,6 +14,7 @@ import { log } from './log';
 import { createProviders } from './providers';
 import { OutboundPolicy } from './net/outbound';
 import { createAssetStore } from './storage/create-asset-store';
+import { tracing } from './telemetry/spans';
 import { expireHelperReservations, HELPER_RESERVATION_TTL_SECONDS } from './domain/helper-usage';
 import { UrlSigner } from './storage/signed-urls';
 import { loadSecret, SecretBox } from './secrets';
@@ -46,6 +47,12 @@ async function resolveTemporal(config: ReturnType<typeof loadConfig>, mode: Mode
 
 async function main(mode: Mode): Promise<void> {
   const config = loadConfig();
+  // Before any client, worker or app is made: they add tracing's interceptors and middleware only when it is on.
+  if (config.otlpEndpoint) {
+    // Required here only: with tracing off, the SDK and the exporter are never loaded.
+    (require('./telemetry/tracing') as typeof import('./telemetry/tracing')).installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
+    log.info('tracing on', { otlpEndpoint: config.otlpEndpoint, serviceName: config.otelServiceName });
+  }
   const providers = createProviders(config);
   // Checked before anything starts: a process that takes requests must also run their workflows.
   const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, [providers.image.name, providers.video.name], { requireMain: mode === 'all' });
@@ -109,6 +116,7 @@ async function main(mode: Mode): Promise<void> {
     await Promise.allSettled([closing, workerRun]);
     await temporal.connection.close().catch(() => undefined);
     await db.destroy().catch(() => undefined);
+    await tracing()?.shutdown().catch(() => undefined); // the last spans, flushed
     await devServer?.stop();
     log.info('stopped');
     process.exit(0);

@@ -12,6 +12,7 @@ import dns from 'node:dns';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { inSpan, SpanKind, tracingOn } from '../telemetry/spans';
 
 const BLOCKED_V4 = [
   '0.0.0.0/8', '10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.0.0.0/24',
@@ -56,6 +57,8 @@ export class OutboundTooLarge extends Error {
 }
 
 /** An answer read under the policy; the connection is already closed. */
+export interface OutboundInit { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number; maxBodyBytes: number }
+
 export interface OutboundResponse {
   status: number;
   headers: IncomingHttpHeaders;
@@ -137,7 +140,21 @@ export class OutboundPolicy {
    * that trickles bytes cannot hold it open. The body of a 2xx answer is read up to `maxBodyBytes`; past that, and
    * for any other status, the connection is dropped rather than drained. `body` is sent as is.
    */
-  request(url: URL, init: { method: string; headers?: Record<string, string>; body?: Buffer; timeoutMs: number; maxBodyBytes: number }): Promise<OutboundResponse> {
+  request(url: URL, init: OutboundInit): Promise<OutboundResponse> {
+    if (!tracingOn()) return this.exchange(url, init);
+    // A client span per exchange: the host, never the URL (a webhook's URL may hold a token). No trace context is
+    // sent to the receiver: our trace ids stay ours.
+    return inSpan(init.method, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'http.request.method': init.method, 'server.address': url.hostname, 'url.scheme': url.protocol.replace(':', '') },
+    }, async (span) => {
+      const response = await this.exchange(url, init);
+      span?.setAttribute('http.response.status_code', response.status);
+      return response;
+    });
+  }
+
+  private exchange(url: URL, init: OutboundInit): Promise<OutboundResponse> {
     return new Promise((resolve, reject) => {
       this.checkUrl(url.href); // a literal address skips the socket's lookup: refused here, before any connection
       let received: IncomingMessage | undefined;

@@ -1,17 +1,22 @@
 /** Builds the worker: one task queue, every workflow from workflows/index, every activity from the factory. */
-import { NativeConnection, Runtime, Worker, WorkerOptions, DefaultLogger } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
+import type * as OtelWorker from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { createActivities, ActivityDeps } from '../../activities';
-import { logLevel } from '../log';
+import { sdkLogger } from '../log';
+import { tracing } from '../telemetry/spans';
 import { providerTaskQueue } from './contract';
 
 let runtimeInstalled = false;
 
-/** Routes the SDK's own logging at our level (warnings by default), once per process. */
+/**
+ * Routes the SDK's logging (its own, and workflows' and activities' `log`) into our JSON lines at our level
+ * (warnings by default), once per process.
+ */
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger(logLevel() === 'debug' ? 'DEBUG' : logLevel() === 'error' ? 'ERROR' : 'WARN') });
+    Runtime.install({ logger: sdkLogger() });
   } catch {
     // already installed by someone else in this process (tests)
   }
@@ -50,6 +55,35 @@ export function workerQueues(
   return { main: selection.includes(MAIN_QUEUE), providers: providers.filter((p) => selection.includes(p)) };
 }
 
+/**
+ * The workflow interceptor modules of tracing, bundled with the workflows: Temporal's OpenTelemetry workflow
+ * interceptors (deterministic: spans are made in the sandbox and leave through the `exporter` sink) and ours that
+ * puts the request id on workflow log lines. A prebuilt bundle (tests) must be built with them to be traced.
+ */
+export const TRACING_WORKFLOW_MODULES = [
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+  require.resolve('./workflow-request-id'),
+];
+
+/**
+ * What tracing adds to a worker when it is on (nothing when it is off): an activity span per execution, continuing
+ * the trace of the workflow's headers; trace fields on activities' log lines; the workflows' spans' sink and
+ * interceptor modules.
+ */
+function tracingOptions(withWorkflows: boolean): Partial<WorkerOptions> {
+  const installed = tracing();
+  if (!installed) return {};
+  const { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } =
+    require('@temporalio/interceptors-opentelemetry/lib/worker') as typeof OtelWorker; // loaded only with tracing on
+  return {
+    interceptors: {
+      activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      ...(withWorkflows ? { workflowModules: TRACING_WORKFLOW_MODULES } : {}),
+    },
+    ...(withWorkflows ? { sinks: { exporter: makeWorkflowExporter(installed.spanProcessor, installed.resource) } } : {}),
+  };
+}
+
 export async function connectWorker(address: string): Promise<NativeConnection> {
   installRuntime();
   return NativeConnection.connect({ address });
@@ -80,6 +114,7 @@ export async function createProviderWorkers(
       maxConcurrentActivityTaskExecutions: maxConcurrent,
       ...(maxPerSecond > 0 ? { maxTaskQueueActivitiesPerSecond: maxPerSecond } : {}),
       shutdownGraceTime: '20 seconds',
+      ...tracingOptions(false),
     });
   }));
 }
@@ -93,6 +128,7 @@ export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker
     ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : { workflowsPath: require.resolve('../../workflows') }),
     activities: createActivities(setup.deps),
     shutdownGraceTime: '20 seconds',
+    ...tracingOptions(true),
   });
   return { worker, connection };
 }

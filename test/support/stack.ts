@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { NativeConnection, Worker } from '@temporalio/worker';
+import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import type { DataSource } from 'typeorm';
 import { createApp } from '../../api/app';
 import { BodyBytesInFlight } from '../../api/middleware/body-bytes-in-flight';
@@ -68,6 +68,8 @@ export interface StackOptions {
   /** `ASSET_DELIVERY` and `S3_PRESIGN_SECONDS` of the API (as `loadConfig` defaults them when left out). */
   assetDelivery?: 'redirect' | 'stream';
   s3PresignSeconds?: number;
+  /** The worker's workflow bundle (the suite's shared one by default; the tracing test's has its interceptors). */
+  workflowBundle?: WorkerOptions['workflowBundle'];
   /** The API's client deadlines (`HTTP_*_SECONDS`; the defaults of `loadConfig` when left out), short in the slow-client tests. */
   http?: Partial<Pick<Config, 'httpHeadersTimeoutSeconds' | 'httpRequestTimeoutSeconds' | 'httpIdleTimeoutSeconds' | 'httpKeepAliveTimeoutSeconds'>>;
 }
@@ -97,7 +99,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   let providerWorkers: Worker[] = [];
   if (options.withWorker !== false) {
     const setup = { address: env.temporalAddress, namespace: 'default', taskQueue, deps };
-    ({ worker, connection } = await createWorker({ ...setup, workflowBundle: env.workflowBundle }));
+    ({ worker, connection } = await createWorker({ ...setup, workflowBundle: options.workflowBundle ?? env.workflowBundle }));
     providerWorkers = await createProviderWorkers(setup, connection, [deps.providers.image.name, deps.providers.video.name],
       () => ({ maxConcurrent: 10, maxPerSecond: 0 }));
     running = Promise.all([worker, ...providerWorkers].map((w) => w.run()));

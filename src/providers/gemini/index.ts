@@ -10,6 +10,7 @@ import type {
   ScenarioJob, SurveyQuestion, TextProvider, WishesJob,
 } from '../provider';
 import { ProviderError } from '../provider';
+import { inSpan, SpanKind } from '../../telemetry/spans';
 import { ASKED_TWICE, badAnswer, contentRefusal, wireFailure } from './failures';
 import { editFrame, inlineImage, pictureOf } from './images';
 import { analysisPrompt, cardPrompt, editPrompt, ideaConcepts, ideaPrompt, photoPrompt, scenarioPrompt, surveyPrompt, wishesPrompt } from './prompts';
@@ -54,15 +55,18 @@ export class GeminiProvider implements ImageProvider, TextProvider {
 
   /** One generateContent call; every failure on the way, thrown or answered, leaves as a ProviderError. */
   private async generate(model: string, parts: Part[], config: GenerateContentConfig, signal?: AbortSignal): Promise<GenerateContentResponse> {
-    let response: GenerateContentResponse;
-    try {
-      response = await this.client.models.generateContent({ model, contents: [{ role: 'user', parts }], config: { ...config, abortSignal: signal } });
-    } catch (err) {
-      throw wireFailure(err, signal, this.options.timeoutMs);
-    }
-    const refusal = contentRefusal(response);
-    if (refusal) throw refusal;
-    return response;
+    // A client span per call when tracing is on (the SDK's fetch is not instrumented).
+    return inSpan('gemini generateContent', { kind: SpanKind.CLIENT, attributes: { 'gen_ai.system': 'gemini', 'gen_ai.request.model': model } }, async () => {
+      let response: GenerateContentResponse;
+      try {
+        response = await this.client.models.generateContent({ model, contents: [{ role: 'user', parts }], config: { ...config, abortSignal: signal } });
+      } catch (err) {
+        throw wireFailure(err, signal, this.options.timeoutMs);
+      }
+      const refusal = contentRefusal(response);
+      if (refusal) throw refusal;
+      return response;
+    });
   }
 
   private image(images: Buffer[], prompt: string, frame: { aspectRatio: string; imageSize: string }, signal?: AbortSignal): Promise<RenderedAsset> {

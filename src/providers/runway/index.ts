@@ -7,6 +7,7 @@
 import { RunwayML } from '@runwayml/sdk';
 import { VIDEO_CHECK_TIMEOUT_MS } from '../../domain/video-limits';
 import { OutboundPolicy } from '../../net/outbound';
+import { inSpan, SpanKind } from '../../telemetry/spans';
 import { ProviderError, VideoJob, VideoProgress, VideoProvider } from '../provider';
 import { DownloadLimits, downloadOutput } from './download-output';
 import { requestError, taskCancelled, taskFailure } from './errors';
@@ -86,13 +87,18 @@ export class RunwayProvider implements VideoProvider {
     }
   }
 
-  /** One SDK request with its failure mapped; an abort by the caller (a cancelled activity) stays an abort. */
-  private async call<T>(what: string, signal: AbortSignal | undefined, request: () => PromiseLike<T>): Promise<T> {
-    try {
-      return await request();
-    } catch (err) {
-      if (signal?.aborted) throw signal.reason ?? err;
-      throw requestError(err, what);
-    }
+  /**
+   * One SDK request with its failure mapped; an abort by the caller (a cancelled activity) stays an abort. A client
+   * span `runway <what>` when tracing is on.
+   */
+  private call<T>(what: string, signal: AbortSignal | undefined, request: () => PromiseLike<T>): Promise<T> {
+    return inSpan(`runway ${what}`, { kind: SpanKind.CLIENT, attributes: { 'gen_ai.system': 'runway', 'gen_ai.request.model': this.options.model } }, async () => {
+      try {
+        return await request();
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason ?? err;
+        throw requestError(err, what);
+      }
+    });
   }
 }
