@@ -15,7 +15,9 @@ import type { Route } from '../route';
 import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
 import type { ApiServices, Caller } from '../services';
 import { editableSource } from './edit';
-import { iso } from '../representations';
+import { iso, moneyView } from '../representations';
+import { MONEY_FIELDS, MONEY_PROPERTIES } from '../schemas/shared';
+import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import { ERRORS, generationKit } from './generate';
 import { idempotencyHeader } from '../idempotency';
 
@@ -39,7 +41,7 @@ const createJobSchema = {
 
 const jobSchema = {
   type: 'object',
-  required: ['job_id', 'type', 'status', 'phase', 'retryable', 'error_code', 'error_message', 'result', 'resource_id', 'created_at', 'started_at', 'completed_at', 'check_again_in_sec'],
+  required: ['job_id', 'type', 'status', 'phase', 'retryable', 'error_code', 'error_message', 'result', 'resource_id', 'created_at', 'started_at', 'completed_at', 'check_again_in_sec', ...MONEY_FIELDS],
   properties: {
     job_id: { type: 'string', format: 'uuid' },
     type: { type: 'string', enum: ['generation.execute', 'edit.execute'] },
@@ -61,6 +63,7 @@ const jobSchema = {
     started_at: { type: ['string', 'null'], format: 'date-time' },
     completed_at: { type: ['string', 'null'], format: 'date-time' },
     check_again_in_sec: { type: ['integer', 'null'] },
+    ...MONEY_PROPERTIES,
   },
 };
 
@@ -73,13 +76,14 @@ const notReadySchema = {
 const JOB_WITH_ACTION = prepared('job_with_action', `
   SELECT j.id, j.account_id, j.action_id, j.type, j.status, j.phase, j.retryable, j.error_code, j.error_message,
          j.next_attempt_at, j.created_at, j.started_at, j.completed_at, j.updated_at,
-         a.asset_path, a.card_id, a.project_id, a.product
-    FROM jobs j JOIN actions a ON a.id = j.action_id WHERE j.id = $1`);
+         a.asset_path, a.card_id, a.project_id, a.product, a.price, h.status AS hold_status, h.amount AS hold_amount
+    FROM jobs j JOIN actions a ON a.id = j.action_id LEFT JOIN spark_holds h ON h.action_id = j.action_id WHERE j.id = $1`);
 
 interface JobRow {
   id: string; account_id: number; action_id: number; type: JobType; status: JobStatus; phase: string; retryable: boolean;
   error_code: string | null; error_message: string | null; next_attempt_at: Date | null; created_at: Date; started_at: Date | null;
   completed_at: Date | null; updated_at: Date; asset_path: string | null; card_id: number; project_id: number; product: 'photo' | 'edit';
+  price: number; hold_status: HoldStatus | null; hold_amount: number | null;
 }
 
 
@@ -111,6 +115,7 @@ export function jobRoutes(services: ApiServices): Route[] {
       } : null,
       resource_id: job.action_id, created_at: iso(job.created_at), started_at: iso(job.started_at), completed_at: iso(job.completed_at),
       check_again_in_sec: checkAgainInSec(job, providers.image.typicalSeconds(job.product)),
+      ...moneyView(job.price, job),
     };
   }
 
