@@ -15,6 +15,7 @@ import { ValidationFailed } from './errors';
 import { rateLimit } from './middleware/rate-limit';
 import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { requestId } from './middleware/request-id';
+import { requestMetrics } from './middleware/request-metrics';
 import { buildOpenApiDocument } from './openapi';
 import { bodyLimit, type Route, type RouteGroup } from './route';
 import { V1_PREFIX } from './actions/submit';
@@ -108,6 +109,7 @@ export function createApp(services: ApiServices): Koa {
   app.on('error', (err: Error, ctx?: Koa.Context) => {
     log.warn('answer ended early', { requestId: ctx?.state.requestId, path: ctx?.path, error: err.message });
   });
+  app.use(requestMetrics(groups.map((g) => g.prefix ?? '')));
   app.use(unreadBodyDeadline(bodyIdleMs));
   app.use(requestId());
   app.use(errorHandler());

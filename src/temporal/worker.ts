@@ -6,12 +6,21 @@ import { providerTaskQueue } from './contract';
 
 let runtimeInstalled = false;
 
-/** Routes the SDK's own logging at our level (warnings by default), once per process. */
-export function installRuntime(): void {
+/**
+ * Routes the SDK's own logging at our level (warnings by default), once per process; given `metricsBindAddress`,
+ * the SDK's worker metrics (task slots, schedule-to-start latency, sticky cache) are served there in the Prometheus
+ * format (merged into the process's /metrics, src/metrics/server.ts). The first call of the process decides.
+ */
+export function installRuntime(options: { metricsBindAddress?: string } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger(logLevel() === 'debug' ? 'DEBUG' : logLevel() === 'error' ? 'ERROR' : 'WARN') });
+    Runtime.install({
+      logger: new DefaultLogger(logLevel() === 'debug' ? 'DEBUG' : logLevel() === 'error' ? 'ERROR' : 'WARN'),
+      ...(options.metricsBindAddress ? {
+        telemetryOptions: { metrics: { prometheus: { bindAddress: options.metricsBindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } },
+      } : {}),
+    });
   } catch {
     // already installed by someone else in this process (tests)
   }
