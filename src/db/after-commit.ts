@@ -3,7 +3,7 @@
  * with `afterCommit(m, effect)` inside the transaction, run once when its outermost COMMIT succeeds, dropped when it
  * rolls back. Outside a transaction the effect runs at once (the statement has committed by itself).
  */
-import type { EntityManager, EntitySubscriberInterface, QueryRunner } from 'typeorm';
+import { EventSubscriber, type EntityManager, type EntitySubscriberInterface, type QueryRunner } from 'typeorm';
 import type { TransactionCommitEvent } from 'typeorm/subscriber/event/TransactionCommitEvent';
 import type { TransactionRollbackEvent } from 'typeorm/subscriber/event/TransactionRollbackEvent';
 
@@ -18,6 +18,7 @@ export function afterCommit(m: EntityManager, effect: () => void): void {
 }
 
 /** The TypeORM subscriber (registered on the data source) that runs or drops the effects. */
+@EventSubscriber()
 export class AfterCommit implements EntitySubscriberInterface {
   afterTransactionCommit(event: TransactionCommitEvent): void {
     if (event.queryRunner.isTransactionActive) return; // a savepoint released: the outer transaction decides

@@ -1,5 +1,5 @@
-import { AfterCommit } from './after-commit';
 import 'reflect-metadata';
+import { AfterCommit } from './after-commit';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
