@@ -6,12 +6,14 @@ import path from 'node:path';
 import { startServiceProcess, ServiceProcess } from '../../src/cluster/service-process';
 import { loadConfig } from '../../src/config';
 import { registerDatabaseGauges } from '../../src/metrics/database-gauges';
+import { registry } from '../../src/metrics/registry';
 import { MetricsServer, startMetricsServer } from '../../src/metrics/server';
 import { jobWorkflowId } from '../../src/temporal/contract';
 import { testEnvironment } from '../support/environment';
 import { apiClient, eventually, jpegBase64, newAccount, V1, withEnv } from '../support/fixtures';
 import { familiesOf, Sample, scrape, valueOf } from '../support/prometheus';
 import { Stack, startStack } from '../support/stack';
+import { parse as parseYaml } from 'yaml';
 
 const V2 = '/api/v2';
 const REPO = path.resolve(__dirname, '../../..');
@@ -158,8 +160,31 @@ describe('metrics of the API and of a worker process', function () {
     const missing = [...referenced].filter((name) => !known.has(name) && !known.has(name.replace(/_(bucket|sum|count)$/, '')));
     assert.deepEqual(missing, []);
 
-    const alerts = readFileSync(path.join(REPO, 'deploy/prometheus/alerts.yml'), 'utf8');
-    const alerted = new Set([...alerts.matchAll(/\b((?:imagery|temporal)_[a-z0-9_]+)/g)].map((m) => m[1]));
+    // Every label a panel groups by is one its metrics carry: in a sample, or declared on our registry's metric
+    // (a counter nothing has moved yet shows no sample). `instance` and `job` are Prometheus's own.
+    const samples = [...api.samples, ...worker.samples];
+    const labelsOf = (metric: string) => new Set([
+      ...samples.filter((s) => s.name === metric || s.name.replace(/_(bucket|sum|count)$/, '') === metric.replace(/_(bucket|sum|count)$/, ''))
+        .flatMap((s) => Object.keys(s.labels)),
+      ...(((registry.getSingleMetric(metric.replace(/_(bucket|sum|count)$/, '')) as unknown as { labelNames?: string[] })?.labelNames) ?? []),
+      'instance', 'job',
+    ]);
+    for (const expr of exprs) {
+      const metrics = [...expr.matchAll(/\b((?:imagery|temporal)_[a-z0-9_]+)/g)].map((m) => m[1]);
+      for (const [, list] of expr.matchAll(/by \(([^)]*)\)/g)) {
+        for (const label of list.split(',').map((l) => l.trim()).filter((l) => l !== 'le')) {
+          assert.ok(metrics.some((m) => labelsOf(m).has(label)), `${label} in ${expr}`);
+        }
+      }
+    }
+
+    const alerts = parseYaml(readFileSync(path.join(REPO, 'deploy/prometheus/alerts.yml'), 'utf8'));
+    const rules = alerts.groups.flatMap((g: { rules: unknown[] }) => g.rules) as { alert: string; expr: string; labels: { severity: string }; annotations: { summary: string } }[];
+    for (const rule of rules) assert.ok(rule.alert && rule.expr && rule.labels.severity && rule.annotations.summary, JSON.stringify(rule));
+    for (const wanted of ['ImageryActionsStuckProcessing', 'ImageryProviderFailureRate', 'ImageryWebhookDeliveriesExhausted', 'ImagerySparkHoldsOpenTooLong']) {
+      assert.ok(rules.some((r) => r.alert === wanted), wanted);
+    }
+    const alerted = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\b((?:imagery|temporal)_[a-z0-9_]+)/g)].map((m) => m[1])));
     assert.deepEqual([...alerted].filter((name) => !known.has(name) && !known.has(name.replace(/_(bucket|sum|count)$/, ''))), []);
   });
 });
