@@ -11,7 +11,9 @@ import { MetricsServer, startMetricsServer } from '../../src/metrics/server';
 import { jobWorkflowId } from '../../src/temporal/contract';
 import { testEnvironment } from '../support/environment';
 import { apiClient, eventually, jpegBase64, newAccount, V1, withEnv } from '../support/fixtures';
-import { familiesOf, Sample, scrape, valueOf } from '../support/prometheus';
+import { familiesOf, parseMetrics, Sample, scrape, valueOf } from '../support/prometheus';
+import { ProviderError } from '../../src/providers/provider';
+import { ScriptedProvider } from '../support/providers';
 import { Stack, startStack } from '../support/stack';
 import { parse as parseYaml } from 'yaml';
 
@@ -186,6 +188,55 @@ describe('metrics of the API and of a worker process', function () {
     }
     const alerted = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\b((?:imagery|temporal)_[a-z0-9_]+)/g)].map((m) => m[1])));
     assert.deepEqual([...alerted].filter((name) => !known.has(name) && !known.has(name.replace(/_(bucket|sum|count)$/, ''))), []);
+  });
+});
+
+describe('metrics of npm start (API and worker in one process)', function () {
+  this.timeout(180_000);
+
+  it('serves one registry on METRICS_PORT: the API\'s, the worker\'s, the read-model gauges and the SDK\'s, never on PORT', async () => {
+    const env = testEnvironment();
+    const [port, metricsPort, sdkPort] = [await freePort(), await freePort(), await freePort()];
+    const service = await startServiceProcess('all', {
+      DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_TASK_QUEUE: `metrics-all-${Date.now()}`,
+      PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ASSETS_DIR: path.join(os.tmpdir(), 'imagery-test-assets'),
+      DATA_DIR: path.join(os.tmpdir(), `imagery-metrics-all-${process.pid}`), METRICS_PORT: String(metricsPort), TEMPORAL_METRICS_PORT: String(sdkPort),
+    });
+    try {
+      assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 404, 'not on the API port');
+      const { text, samples } = await eventually(() => scrape(`http://127.0.0.1:${metricsPort}/metrics`),
+        (m) => m.samples.some((s) => s.name === 'temporal_worker_task_slots_available'));
+      assert.equal(valueOf(samples, 'imagery_http_request_duration_seconds_count', { route: '/healthz', status: '200' }), 1);
+      assert.ok(samples.some((s) => s.name === 'imagery_open_holds'), 'the read-model gauges of the API part');
+      assert.equal(text.match(/^# TYPE imagery_actions_total /gm)?.length, 1, 'one registry: each family once');
+    } finally {
+      await service.stop();
+    }
+  });
+});
+
+describe('metrics of a provider failure and a retry', function () {
+  this.timeout(90_000);
+
+  it('times the failed call with its failure class, and counts the job succeeded and charged once after its retry', async () => {
+    const stack = await startStack({ provider: new ScriptedProvider([new ProviderError('upstream 503', 'unavailable', true)]), jobRetryBackoffMs: 200 });
+    try {
+      const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 20)).apiKey);
+      const before = parseMetrics(await registry.metrics());
+      const job = (await call('POST', `${V2}/jobs/generate`, { images: [{ data: await jpegBase64() }] })).body;
+      assert.equal((await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).result()).status, 'succeeded');
+      const after = parseMetrics(await registry.metrics());
+      const calls = { provider: 'scripted', operation: 'render_photo' };
+      assert.equal(delta(before, after, 'imagery_provider_call_duration_seconds_count', { ...calls, outcome: 'error', failure_class: 'unavailable' }), 1);
+      assert.equal(delta(before, after, 'imagery_provider_call_duration_seconds_count', { ...calls, outcome: 'ok', failure_class: 'none' }), 1);
+      assert.equal(delta(before, after, 'imagery_jobs_total', { type: 'generation.execute', outcome: 'succeeded' }), 1);
+      assert.equal(delta(before, after, 'imagery_actions_total', { product: 'photo', provider: 'scripted', outcome: 'completed' }), 1);
+      assert.equal(delta(before, after, 'imagery_sparks_charged_total', { product: 'photo' }), 5);
+      assert.equal(delta(before, after, 'imagery_sparks_released_total', { product: 'photo' }), 0);
+    } finally {
+      await stack.stop();
+    }
   });
 });
 
