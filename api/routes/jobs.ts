@@ -28,6 +28,7 @@ const jobIdPath = { type: 'object', required: ['job_id'], properties: { job_id: 
 
 const createJobSchema = {
   type: 'object',
+  // The money fields are not required here: a replay within the Idempotency-Key window may answer a response stored before they existed.
   required: ['job_id', 'status', 'type', 'status_url', 'cancel_url', 'result_url', 'resource_id', 'first_check_after_sec'],
   properties: {
     job_id: { type: 'string', format: 'uuid' },
@@ -36,6 +37,7 @@ const createJobSchema = {
     status_url: { type: 'string' }, cancel_url: { type: 'string' }, result_url: { type: 'string' },
     resource_id: { type: 'integer', description: 'The action id of the job' },
     first_check_after_sec: { type: 'integer' },
+    ...MONEY_PROPERTIES,
   },
 };
 
@@ -91,10 +93,12 @@ export function jobRoutes(services: ApiServices): Route[] {
   const { db, signer, providers } = services;
   const kit = generationKit(services);
 
-  const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit') => ({
+  /** The 202 of a new job; its price is held as the answer commits (and a replay answers the same). */
+  const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit', price: number) => ({
     job_id: jobId, status: 'queued' as const, type,
     status_url: `${V2_PREFIX}/jobs/${jobId}`, cancel_url: `${V2_PREFIX}/jobs/${jobId}/cancel`, result_url: `${V2_PREFIX}/jobs/${jobId}/result`,
     resource_id: actionId, first_check_after_sec: providers.image.typicalSeconds(kind) + 1,
+    price, held: price, charged: 0,
   });
 
   /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
@@ -138,7 +142,7 @@ export function jobRoutes(services: ApiServices): Route[] {
           job: { id: jobId, type: 'generation.execute' }, status: 202,
           placement: kit.newCard({ aspect_ratio: body.aspect_ratio }, found, 'api_v2'),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
-          respond: (placed) => createdJob(jobId, 'generation.execute', placed.actionId, 'photo'),
+          respond: (placed) => createdJob(jobId, 'generation.execute', placed.actionId, 'photo', price),
         });
         send(ctx, response, response.replayed);
       },
@@ -169,11 +173,12 @@ export function jobRoutes(services: ApiServices): Route[] {
         const source = await editableSource(services, caller, body.action_id);
         const params: EditParams = { source: source.assetPath!, instruction: body.instruction };
         const jobId = randomUUID();
+        const { improvement } = await readPriceList(db);
         const response = await submitAction(services, {
-          caller, type: 'edit', product: 'edit', price: (await readPriceList(db)).improvement, params, idempotency: claim,
+          caller, type: 'edit', product: 'edit', price: improvement, params, idempotency: claim,
           job: { id: jobId, type: 'edit.execute' }, status: 202, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
           placement: newVersionOf(source),
-          respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit'),
+          respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit', improvement),
         });
         send(ctx, response, response.replayed);
       },

@@ -25,6 +25,7 @@ describe('money on the status, job and results answers', function () {
       assert.deepEqual(money((await call('GET', `${V1}/status/${created.action_id}`)).body), { price: 5, held: 5, charged: 0 });
       const job = (await call('POST', `${V2}/jobs/generate`, { images: [{ data: image }], resolution: '4K' })).body;
       const jobBody = (await call('GET', job.status_url)).body;
+      assert.deepEqual(money(job), money(jobBody), 'the 202 shows what GET shows: the price, held');
       assert.ok(jobBody.price > 5, '4K costs more');
       assert.deepEqual(money(jobBody), { price: jobBody.price, held: jobBody.price, charged: 0 });
 
