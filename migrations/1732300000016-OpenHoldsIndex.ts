@@ -5,8 +5,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * than an hour, src/metrics/database-gauges.ts); this partial index answers that from the few open holds, never
  * from every hold ever made.
  */
-export class OpenHoldsIndex1732300000015 implements MigrationInterface {
-  name = 'OpenHoldsIndex1732300000015';
+export class OpenHoldsIndex1732300000016 implements MigrationInterface {
+  name = 'OpenHoldsIndex1732300000016';
   /** Built CONCURRENTLY (outside a transaction), so that holds are written meanwhile during a rolling upgrade. */
   transaction = false;
 
