@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config';
 import { registerDatabaseGauges } from '../../src/metrics/database-gauges';
 import { registry } from '../../src/metrics/registry';
 import { MetricsServer, startMetricsServer } from '../../src/metrics/server';
-import { jobWorkflowId } from '../../src/temporal/contract';
+import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { testEnvironment } from '../support/environment';
 import { apiClient, eventually, jpegBase64, newAccount, V1, withEnv } from '../support/fixtures';
 import { familiesOf, parseMetrics, Sample, scrape, valueOf } from '../support/prometheus';
@@ -157,7 +157,12 @@ describe('metrics of the API and of a worker process', function () {
     walk(dashboard);
     assert.ok(exprs.length >= 10, `${exprs.length} queries`);
     const referenced = new Set(exprs.flatMap((e) => [...e.matchAll(/\b((?:imagery|temporal)_[a-z0-9_]+)/g)].map((m) => m[1])));
-    const [api, worker] = [await scrape(apiMetrics.url), await scrape(workerMetricsUrl)];
+    // A photo through the worker first, so that the SDK's histograms and sticky cache have samples (the test stands alone).
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 20)).apiKey);
+    const photo = (await call('POST', `${V1}/generate/photo`, { images: [{ data: image }] })).body;
+    await stack.temporal.workflow.getHandle(actionWorkflowId(photo.action_id)).result();
+    const worker = await eventually(() => scrape(workerMetricsUrl), (m) => m.samples.some((s) => s.name === 'temporal_sticky_cache_size'));
+    const api = await scrape(apiMetrics.url);
     const known = new Set([...familiesOf(api.text), ...familiesOf(worker.text), ...api.samples.map((s) => s.name), ...worker.samples.map((s) => s.name)]);
     const missing = [...referenced].filter((name) => !known.has(name) && !known.has(name.replace(/_(bucket|sum|count)$/, '')));
     assert.deepEqual(missing, []);
