@@ -7,6 +7,8 @@ import { ActionEnd, closeAction } from '../src/domain/action-states';
 import { settleHold } from '../src/domain/billing';
 import { moveJobRecord } from '../src/domain/jobs';
 import { sqlRow } from '../src/db/sql';
+import { afterCommit } from '../src/db/after-commit';
+import { actionsTotal } from '../src/metrics/registry';
 import type { EntityManager } from 'typeorm';
 import type { ActivityDeps } from './deps';
 
@@ -103,8 +105,9 @@ export async function completeRendered(m: EntityManager, actionId: number, asset
   }
   const done = await sqlRow(m,
     `UPDATE actions SET status = 'completed', asset_path = $2, completed_at = now(), updated_at = now()
-      WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id`, [actionId, assetPath]);
+      WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id, product, provider`, [actionId, assetPath]);
   if (done) {
+    afterCommit(m, () => actionsTotal.inc({ product: done.product, provider: done.provider ?? 'none', outcome: 'completed' }));
     await m.query(
       `UPDATE cards SET status = 'completed', updated_at = now(),
               active_action_id = GREATEST(COALESCE(active_action_id, 0), $2)

@@ -2,6 +2,7 @@
  * The provider call: load the action's inputs, render with the provider, store the result. The bytes never pass
  * through Temporal; the activity returns the stored asset's key.
  */
+import { timedProviderCall } from '../src/metrics/registry';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Action } from '../src/db/entities';
@@ -93,17 +94,27 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
     return value;
   };
 
+  /** A provider call, timed into imagery_provider_call_duration_seconds (inputs are read before it starts). */
+  const image = <T>(operation: string, call: () => Promise<T>) => timedProviderCall(providers.image.name, operation, call);
+  const video = <T>(operation: string, call: () => Promise<T>) => timedProviderCall(providers.video.name, operation, call);
+
   const render: Renderers = {
-    photo: async (p, signal, started) => providers.image.renderPhoto({ ...p, images: await loaded(Promise.all(p.inputs.map(read)), started) }, signal),
+    photo: async (p, signal, started) => {
+      const images = await loaded(Promise.all(p.inputs.map(read)), started);
+      return image('render_photo', () => providers.image.renderPhoto({ ...p, images }, signal));
+    },
     card: async (p, signal, started) => {
       const [images, designReference] = await loaded(Promise.all([Promise.all(p.inputs.map(read)), readOptional(p.designReference)]), started);
-      return providers.image.renderCard({ ...p, images, designReference }, signal);
+      return image('render_card', () => providers.image.renderCard({ ...p, images, designReference }, signal));
     },
     video: async (p, signal, started) => {
-      const [image, finalFrame] = await loaded(Promise.all([read(p.input), readOptional(p.finalFrame)]), started);
-      return renderedVideo(await providers.video.startVideo({ ...p, image, finalFrame }, signal));
+      const [input, finalFrame] = await loaded(Promise.all([read(p.input), readOptional(p.finalFrame)]), started);
+      return renderedVideo(await video('start_video', () => providers.video.startVideo({ ...p, image: input, finalFrame }, signal)));
     },
-    edit: async (p, signal, started) => providers.image.renderEdit({ source: await loaded(read(p.source), started), instruction: p.instruction }, signal),
+    edit: async (p, signal, started) => {
+      const source = await loaded(read(p.source), started);
+      return image('render_edit', () => providers.image.renderEdit({ source, instruction: p.instruction }, signal));
+    },
   };
 
   /** Moves the job the render belongs to; a job that already ended (cancelled) stops the render here. */
@@ -162,8 +173,8 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
         // Heartbeats cover the whole step: a check may take a provider request, a download and a store.
         return await heartbeating((async (): Promise<VideoStep> => {
           const progress = taskId
-            ? await providers.video.checkVideo(taskId, signal)
-            : await providers.video.startVideo(await videoJob(action), signal);
+            ? await video('check_video', () => providers.video.checkVideo(taskId, signal))
+            : await videoJob(action).then((job) => video('start_video', () => providers.video.startVideo(job, signal)));
           if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
           if (!taskId) await db.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, progress.taskId]);
           return { state: 'running', taskId: progress.taskId, progress: progress.progress };
@@ -179,7 +190,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
     /** Asks the provider to stop the action's task, if it has one (a cancelled action). */
     async cancelVideoRender(actionId: number): Promise<void> {
       const [row] = await db.query('SELECT provider_task_id FROM actions WHERE id = $1', [actionId]);
-      if (row?.provider_task_id) await providers.video.cancelVideo(row.provider_task_id);
+      if (row?.provider_task_id) await video('cancel_video', () => providers.video.cancelVideo(row.provider_task_id));
     },
 
     /**

@@ -2,6 +2,7 @@
  * Webhook deliveries: plan them for an action's outcome (one row per target, idempotent), send one attempt,
  * and close a delivery that ran out of attempts. The HTTP call obeys the outbound address policy at send time.
  */
+import { webhookAttempts, webhookDeliveries } from '../src/metrics/registry';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { sqlRow, sqlRows } from '../src/db/sql';
 import {
@@ -67,6 +68,7 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
       if (d.status === 'succeeded') return 'delivered';
       if (d.webhook_id !== null && (d.deleted_at || !d.is_active)) {
         await db.query(`UPDATE webhook_deliveries SET status = 'skipped', last_error = 'webhook deleted', updated_at = now() WHERE id = $1`, [deliveryId]);
+        webhookDeliveries.inc({ outcome: 'skipped' });
         return 'skipped';
       }
       const payload: WebhookPayload = { action_id: d.action_id, project_id: d.project_id, card_id: d.card_id, type: d.type };
@@ -89,6 +91,7 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
       } catch (err) {
         const message = (err as Error).message;
         await record(deliveryId, null, message);
+        webhookAttempts.inc({ outcome: err instanceof OutboundRefused ? 'refused' : 'unreachable' });
         if (err instanceof OutboundRefused) {
           throw ApplicationFailure.create({ type: FAILURE_TYPES.webhookRefused, message: `The URL ${message}`, nonRetryable: true });
         }
@@ -96,9 +99,12 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
       }
       if (status >= 200 && status < 300) {
         await record(deliveryId, status, null, 'succeeded');
+        webhookAttempts.inc({ outcome: 'delivered' });
+        webhookDeliveries.inc({ outcome: 'delivered' });
         return 'delivered';
       }
       await record(deliveryId, status, `HTTP ${status}`);
+      webhookAttempts.inc({ outcome: isPermanentRefusal(status) ? 'refused' : 'http_error' });
       Context.current().log.info('webhook answered with an error', { deliveryId, status });
       throw ApplicationFailure.create({
         type: isPermanentRefusal(status) ? FAILURE_TYPES.webhookRefused : FAILURE_TYPES.webhookUnreachable,
@@ -110,7 +116,8 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
 
     /** Closes a delivery whose attempts are spent (or that was refused for good). */
     async failDelivery(deliveryId: string): Promise<void> {
-      await db.query(`UPDATE webhook_deliveries SET status = 'failed', updated_at = now() WHERE id = $1 AND status = 'pending'`, [deliveryId]);
+      const [, closed] = await db.query(`UPDATE webhook_deliveries SET status = 'failed', updated_at = now() WHERE id = $1 AND status = 'pending'`, [deliveryId]);
+      if (closed > 0) webhookDeliveries.inc({ outcome: 'exhausted' });
     },
   };
 }

@@ -17,6 +17,7 @@ import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { requestId } from './middleware/request-id';
 import { traceRequest } from './middleware/trace-request';
 import { tracingOn } from '../src/telemetry/spans';
+import { requestMetrics } from './middleware/request-metrics';
 import { buildOpenApiDocument } from './openapi';
 import { bodyLimit, type Route, type RouteGroup } from './route';
 import { V1_PREFIX } from './actions/submit';
@@ -110,6 +111,7 @@ export function createApp(services: ApiServices): Koa {
   app.on('error', (err: Error, ctx?: Koa.Context) => {
     log.warn('answer ended early', { requestId: ctx?.state.requestId, path: ctx?.path, error: err.message });
   });
+  app.use(requestMetrics(groups.map((g) => g.prefix ?? '')));
   app.use(unreadBodyDeadline(bodyIdleMs));
   app.use(requestId());
   if (tracingOn()) app.use(traceRequest()); // outside errorHandler: the span ends with the status answered

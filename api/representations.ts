@@ -1,5 +1,6 @@
 /** How read-model rows look on the wire (snake_case, ISO timestamps). */
 import type { Action, Card, Project } from '../src/db/entities';
+import type { HoldStatus } from '../src/db/entities/spark-hold';
 
 /** ISO 8601 or null; accepts what node-postgres gives for raw queries too. */
 export const iso = (date: Date | string | null | undefined) => (date ? new Date(date).toISOString() : null);
@@ -28,4 +29,13 @@ export function cardView(c: Card) {
 /** A card version in card detail: the spec's short form. */
 export function cardActionView(a: Action) {
   return { id: a.id, type: a.type, status: a.status, depth: a.depth, parent_action_id: a.parentActionId, asset_path: a.assetPath };
+}
+
+/**
+ * An action's money (MONEY_PROPERTIES): its price, and its hold's amount under `held` or `charged` by the hold's
+ * status (a released hold, or none, shows 0 for both).
+ */
+export function moneyView(price: number, hold: { hold_status: HoldStatus | null; hold_amount: number | null }) {
+  const amount = hold.hold_amount ?? 0;
+  return { price, held: hold.hold_status === 'held' ? amount : 0, charged: hold.hold_status === 'charged' ? amount : 0 };
 }

@@ -100,6 +100,12 @@ export interface Config {
   otlpEndpoint: string | undefined;
   /** The `service.name` of the traces. */
   otelServiceName: string;
+  /** `GET /metrics` (Prometheus) on its own listener, never on the API's port; undefined: not served. */
+  metricsPort: number | undefined;
+  /** Where that listener binds: loopback by default, so only the machine (or a sidecar scraper) reads it. */
+  metricsHost: string;
+  /** Loopback port of the Temporal SDK's own exporter in worker processes, merged into /metrics (METRICS_PORT + 1 by default). */
+  temporalMetricsPort: number | undefined;
 }
 
 /** A non-negative number, fractions allowed (intervals in seconds). */
@@ -205,6 +211,22 @@ function otlpEndpoint(): string | undefined {
   return raw || undefined;
 }
 
+/** METRICS_PORT, METRICS_HOST, TEMPORAL_METRICS_PORT, checked together: ports in range and apart from PORT and each other. */
+function metricsSettings(port: number) {
+  const portOf = (name: string, fallback?: number) => {
+    const value = str(name) === undefined ? fallback : int(name, 0);
+    if (value !== undefined && (value < 1 || value > 65535)) throw new Error(`${name} must be a port (1 to 65535), got ${value}`);
+    if (value !== undefined && value === port) throw new Error(`${name} must differ from PORT (${port}): metrics are never served on the API's port`);
+    return value;
+  };
+  const metricsPort = portOf('METRICS_PORT');
+  const temporalMetricsPort = metricsPort === undefined ? undefined : portOf('TEMPORAL_METRICS_PORT', metricsPort < 65535 ? metricsPort + 1 : undefined);
+  if (metricsPort !== undefined && temporalMetricsPort === metricsPort) throw new Error('TEMPORAL_METRICS_PORT must differ from METRICS_PORT');
+  const metricsHost = str('METRICS_HOST') ?? '127.0.0.1';
+  if (!/^[A-Za-z0-9.:-]+$/.test(metricsHost)) throw new Error(`METRICS_HOST must be a host name or IP address, got "${metricsHost}"`);
+  return { metricsPort, metricsHost, temporalMetricsPort };
+}
+
 /** A secret variable: unset stays unset (a random one is kept in DATA_DIR); a short or placeholder value stops the process. */
 function secret(name: string): string | undefined {
   return configuredSecret(name, str(name));
@@ -264,6 +286,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     workerQueues: str('WORKER_QUEUES')?.split(',').map((q) => q.trim()).filter(Boolean),
     otlpEndpoint: otlpEndpoint(),
     otelServiceName: str('OTEL_SERVICE_NAME') ?? 'product-imagery',
+    ...metricsSettings(port),
   };
   return { ...config, ...overrides };
 }

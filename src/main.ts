@@ -22,7 +22,9 @@ import { ensureHousekeepingSchedule } from './temporal/housekeeping';
 import { connectClient } from './temporal/client';
 import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
 import { reconcile } from './temporal/reconcile';
-import { connectWorker, createProviderWorkers, createWorker, workerQueues } from './temporal/worker';
+import { connectWorker, createProviderWorkers, createWorker, installRuntime, workerQueues } from './temporal/worker';
+import { registerDatabaseGauges } from './metrics/database-gauges';
+import { MetricsServer, startMetricsServer } from './metrics/server';
 
 type Mode = 'all' | 'api' | 'worker';
 const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
@@ -57,12 +59,25 @@ async function main(mode: Mode): Promise<void> {
   // Checked before anything starts: a process that takes requests must also run their workflows.
   const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, [providers.image.name, providers.video.name], { requireMain: mode === 'all' });
   if (queues && !queues.main) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
+  // The SDK's runtime is installed before anything uses it, so that its worker metrics are exported (loopback only).
+  const sdkMetricsAddress = mode !== 'api' && config.metricsPort !== undefined && config.temporalMetricsPort !== undefined
+    ? `127.0.0.1:${config.temporalMetricsPort}` : undefined;
+  if (mode !== 'api') installRuntime({ metricsBindAddress: sdkMetricsAddress });
   const { address, devServer } = await resolveTemporal(config, mode);
   const db = await openDatabase(config.databaseUrl, { migrate: true });
   const temporal = await connectClient(address, config.temporalNamespace);
   const store = createAssetStore(config);
   const outbound = new OutboundPolicy(config.outboundAllowCidrs);
   const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
+
+  let metrics: MetricsServer | undefined;
+  if (mode !== 'worker') registerDatabaseGauges(db);
+  if (config.metricsPort !== undefined) {
+    metrics = await startMetricsServer({
+      host: config.metricsHost, port: config.metricsPort, sdkMetricsUrl: sdkMetricsAddress && `http://${sdkMetricsAddress}/metrics`,
+    });
+    log.info('metrics served', { url: metrics.url, temporalSdk: sdkMetricsAddress ?? null });
+  }
 
   const workers: Worker[] = [];
   let workerRun: Promise<unknown> | undefined;
@@ -114,6 +129,7 @@ async function main(mode: Mode): Promise<void> {
     server?.closeIdleConnections();
     for (const w of workers) w.shutdown();
     await Promise.allSettled([closing, workerRun]);
+    await metrics?.close();
     await temporal.connection.close().catch(() => undefined);
     await db.destroy().catch(() => undefined);
     await tracing()?.shutdown().catch(() => undefined); // the last spans, flushed

@@ -2,6 +2,7 @@
  * The shared tail of every v1 generation and edit: claim the idempotency key, place the action (a new card, or a
  * new version of an existing card), hold its price, all in one transaction; after commit, start its workflow.
  */
+import { actionsTotal, jobsTotal } from '../../src/metrics/registry';
 import type { Context } from 'koa';
 import type { EntityManager } from 'typeorm';
 import type { ActionProduct, ActionType } from '../../src/db/entities/action';
@@ -138,6 +139,8 @@ async function placeAndStart<R>(services: ApiServices, spec: NewAction<R>): Prom
     return true;
   });
   if (!confirmed) throw generationUnavailable();
+  actionsTotal.inc({ product: spec.product, provider: provider.name, outcome: 'accepted' });
+  if (spec.job) jobsTotal.inc({ type: spec.job.type, outcome: 'accepted' });
   return response;
 }
 

@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { rateLimited } from '../../src/metrics/registry';
 import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/domain/retention';
 import { AppError } from '../errors';
 import type { ApiServices, Caller } from '../services';
@@ -34,6 +35,7 @@ export function rateLimit({ db, config }: ApiServices): Middleware {
       void db.query('DELETE FROM rate_limit_windows WHERE key_id = $1 AND window_start < $2', [caller.keyId, window]).catch(() => undefined);
     }
     if (used > limit) {
+      rateLimited.inc();
       ctx.set('Retry-After', String(Math.max(1, Math.ceil(resetAt - nowSeconds))));
       throw new AppError(429, 'rate_limit_exceeded', `Rate limit of ${limit} requests per minute exceeded`, {
         limit, reset_at: new Date(resetAt * 1000).toISOString(),

@@ -15,7 +15,9 @@ import type { Route } from '../route';
 import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
 import type { ApiServices, Caller } from '../services';
 import { editableSource } from './edit';
-import { iso } from '../representations';
+import { iso, moneyView } from '../representations';
+import { MONEY_FIELDS, MONEY_PROPERTIES } from '../schemas/shared';
+import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import { ERRORS, generationKit } from './generate';
 import { idempotencyHeader } from '../idempotency';
 
@@ -26,6 +28,7 @@ const jobIdPath = { type: 'object', required: ['job_id'], properties: { job_id: 
 
 const createJobSchema = {
   type: 'object',
+  // The money fields are not required here: a replay within the Idempotency-Key window may answer a response stored before they existed.
   required: ['job_id', 'status', 'type', 'status_url', 'cancel_url', 'result_url', 'resource_id', 'first_check_after_sec'],
   properties: {
     job_id: { type: 'string', format: 'uuid' },
@@ -34,12 +37,13 @@ const createJobSchema = {
     status_url: { type: 'string' }, cancel_url: { type: 'string' }, result_url: { type: 'string' },
     resource_id: { type: 'integer', description: 'The action id of the job' },
     first_check_after_sec: { type: 'integer' },
+    ...MONEY_PROPERTIES,
   },
 };
 
 const jobSchema = {
   type: 'object',
-  required: ['job_id', 'type', 'status', 'phase', 'retryable', 'error_code', 'error_message', 'result', 'resource_id', 'created_at', 'started_at', 'completed_at', 'check_again_in_sec'],
+  required: ['job_id', 'type', 'status', 'phase', 'retryable', 'error_code', 'error_message', 'result', 'resource_id', 'created_at', 'started_at', 'completed_at', 'check_again_in_sec', ...MONEY_FIELDS],
   properties: {
     job_id: { type: 'string', format: 'uuid' },
     type: { type: 'string', enum: ['generation.execute', 'edit.execute'] },
@@ -61,6 +65,7 @@ const jobSchema = {
     started_at: { type: ['string', 'null'], format: 'date-time' },
     completed_at: { type: ['string', 'null'], format: 'date-time' },
     check_again_in_sec: { type: ['integer', 'null'] },
+    ...MONEY_PROPERTIES,
   },
 };
 
@@ -73,13 +78,14 @@ const notReadySchema = {
 const JOB_WITH_ACTION = prepared('job_with_action', `
   SELECT j.id, j.account_id, j.action_id, j.type, j.status, j.phase, j.retryable, j.error_code, j.error_message,
          j.next_attempt_at, j.created_at, j.started_at, j.completed_at, j.updated_at,
-         a.asset_path, a.card_id, a.project_id, a.product
-    FROM jobs j JOIN actions a ON a.id = j.action_id WHERE j.id = $1`);
+         a.asset_path, a.card_id, a.project_id, a.product, a.price, h.status AS hold_status, h.amount AS hold_amount
+    FROM jobs j JOIN actions a ON a.id = j.action_id LEFT JOIN spark_holds h ON h.action_id = j.action_id WHERE j.id = $1`);
 
 interface JobRow {
   id: string; account_id: number; action_id: number; type: JobType; status: JobStatus; phase: string; retryable: boolean;
   error_code: string | null; error_message: string | null; next_attempt_at: Date | null; created_at: Date; started_at: Date | null;
   completed_at: Date | null; updated_at: Date; asset_path: string | null; card_id: number; project_id: number; product: 'photo' | 'edit';
+  price: number; hold_status: HoldStatus | null; hold_amount: number | null;
 }
 
 
@@ -87,10 +93,12 @@ export function jobRoutes(services: ApiServices): Route[] {
   const { db, signer, providers } = services;
   const kit = generationKit(services);
 
-  const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit') => ({
+  /** The 202 of a new job; its price is held as the answer commits (and a replay answers the same). */
+  const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit', price: number) => ({
     job_id: jobId, status: 'queued' as const, type,
     status_url: `${V2_PREFIX}/jobs/${jobId}`, cancel_url: `${V2_PREFIX}/jobs/${jobId}/cancel`, result_url: `${V2_PREFIX}/jobs/${jobId}/result`,
     resource_id: actionId, first_check_after_sec: providers.image.typicalSeconds(kind) + 1,
+    price, held: price, charged: 0,
   });
 
   /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
@@ -111,6 +119,7 @@ export function jobRoutes(services: ApiServices): Route[] {
       } : null,
       resource_id: job.action_id, created_at: iso(job.created_at), started_at: iso(job.started_at), completed_at: iso(job.completed_at),
       check_again_in_sec: checkAgainInSec(job, providers.image.typicalSeconds(job.product)),
+      ...moneyView(job.price, job),
     };
   }
 
@@ -133,7 +142,7 @@ export function jobRoutes(services: ApiServices): Route[] {
           job: { id: jobId, type: 'generation.execute' }, status: 202,
           placement: kit.newCard({ aspect_ratio: body.aspect_ratio }, found, 'api_v2'),
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
-          respond: (placed) => createdJob(jobId, 'generation.execute', placed.actionId, 'photo'),
+          respond: (placed) => createdJob(jobId, 'generation.execute', placed.actionId, 'photo', price),
         });
         send(ctx, response, response.replayed);
       },
@@ -164,11 +173,12 @@ export function jobRoutes(services: ApiServices): Route[] {
         const source = await editableSource(services, caller, body.action_id);
         const params: EditParams = { source: source.assetPath!, instruction: body.instruction };
         const jobId = randomUUID();
+        const { improvement } = await readPriceList(db);
         const response = await submitAction(services, {
-          caller, type: 'edit', product: 'edit', price: (await readPriceList(db)).improvement, params, idempotency: claim,
+          caller, type: 'edit', product: 'edit', price: improvement, params, idempotency: claim,
           job: { id: jobId, type: 'edit.execute' }, status: 202, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
           placement: newVersionOf(source),
-          respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit'),
+          respond: (placed) => createdJob(jobId, 'edit.execute', placed.actionId, 'edit', improvement),
         });
         send(ctx, response, response.replayed);
       },

@@ -9,16 +9,21 @@ import { AppError } from '../errors';
 import { assertOwn, requireOwn } from '../ownership';
 import type { Route } from '../route';
 import { actionIdPath } from '../schemas/generate';
-import { ref } from '../schemas/shared';
+import { MONEY_FIELDS, MONEY_PROPERTIES, ref } from '../schemas/shared';
+import { moneyView } from '../representations';
+import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import type { ApiServices, Caller } from '../services';
 
 /** What a status poll shows of an action, by its primary key: only the columns the answer needs. */
 const ACTION_STATUS = prepared('action_status',
-  'SELECT id, account_id, status, type, asset_path, error_message, created_at, completed_at FROM actions WHERE id = $1');
+  `SELECT a.id, a.account_id, a.status, a.type, a.asset_path, a.error_message, a.created_at, a.completed_at, a.price,
+          h.status AS hold_status, h.amount AS hold_amount
+     FROM actions a LEFT JOIN spark_holds h ON h.action_id = a.id WHERE a.id = $1`);
 
 interface ActionStatusRow {
   id: number; account_id: number; status: Action['status']; type: Action['type']; asset_path: string | null;
-  error_message: string | null; created_at: Date; completed_at: Date | null;
+  error_message: string | null; created_at: Date; completed_at: Date | null; price: number;
+  hold_status: HoldStatus | null; hold_amount: number | null;
 }
 
 const DATE = { type: 'string', maxLength: 10, format: 'date', pattern: '^[12][0-9]{3}-', description: 'YYYY-MM-DD (UTC), years 1000-2999' };
@@ -28,6 +33,13 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
   const resultUrl = (action: Pick<Action, 'status' | 'assetPath'>) => {
     const signed = action.status === 'completed' && action.assetPath ? signer.url(action.assetPath) : undefined;
     return { result_url: signed?.url ?? null, result_url_expires_at: signed?.expiresAt.toISOString() ?? null };
+  };
+
+  /** The holds of a page of actions, by the unique action_id: one indexed read, none for an empty page. */
+  const holdsOf = async (actionIds: number[]) => {
+    const rows: { action_id: number; hold_status: HoldStatus; hold_amount: number }[] = actionIds.length === 0 ? [] : await db.query(
+      'SELECT action_id, status AS hold_status, amount AS hold_amount FROM spark_holds WHERE action_id = ANY($1::int[])', [actionIds]);
+    return new Map(rows.map((r) => [r.action_id, r]));
   };
 
   return [
@@ -47,6 +59,7 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
           error_message: action.error_message,
           created_at: action.created_at.toISOString(),
           completed_at: action.completed_at?.toISOString() ?? null,
+          ...moneyView(action.price, action),
         };
       },
     },
@@ -99,7 +112,7 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
                 type: 'array',
                 items: {
                   type: 'object',
-                  required: ['action_id', 'type', 'status', 'project_id', 'card_id', 'created_at'],
+                  required: ['action_id', 'type', 'status', 'project_id', 'card_id', 'created_at', ...MONEY_FIELDS],
                   properties: {
                     action_id: { type: 'integer' }, type: { type: 'string' }, status: { type: 'string' },
                     project_id: { type: 'integer' }, card_id: { type: 'integer' }, parent_action_id: { type: ['integer', 'null'] },
@@ -107,6 +120,7 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
                     result_url: { type: ['string', 'null'] }, result_url_expires_at: { type: ['string', 'null'], format: 'date-time' },
                     error_message: { type: ['string', 'null'] },
                     created_at: { type: 'string', format: 'date-time' }, completed_at: { type: ['string', 'null'], format: 'date-time' },
+                    ...MONEY_PROPERTIES,
                   },
                 },
               },
@@ -126,12 +140,14 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
         if (query.client_group_id !== undefined) q.andWhere('a.clientGroupId = :group', { group: query.client_group_id });
         const [rows, total] = await q.orderBy('a.createdAt', 'DESC').addOrderBy('a.id', 'DESC')
           .skip((query.page - 1) * query.page_size).take(query.page_size).getManyAndCount();
+        const holds = await holdsOf(rows.map((a) => a.id));
         ctx.body = {
           items: rows.map((a) => ({
             action_id: a.id, type: a.type, status: a.status, project_id: a.projectId, card_id: a.cardId,
             parent_action_id: a.parentActionId, depth: a.depth, client_group_id: a.clientGroupId,
             ...resultUrl(a), error_message: a.errorMessage,
             created_at: a.createdAt.toISOString(), completed_at: a.completedAt?.toISOString() ?? null,
+            ...moneyView(a.price, holds.get(a.id) ?? { hold_status: null, hold_amount: null }),
           })),
           total, page: query.page, page_size: query.page_size,
         };

@@ -10,6 +10,18 @@ const timestamp = { type: 'string', format: 'date-time' };
 export const LOCALES = ['ru', 'en', 'es'] as const;
 export const ASPECT_RATIOS = ['9:16', '4:3', '1:1', '16:9', '3:4'] as const;
 
+/**
+ * What an action costs and where its spark hold stands, on the status, job and results answers. A hold is open
+ * (`held` = price), then charged (`charged` = price) when the result is delivered, or released (both 0) when the
+ * action fails or is cancelled; never both non-zero.
+ */
+export const MONEY_PROPERTIES = {
+  price: { type: 'integer', minimum: 0, description: 'Sparks this action costs: the price held when it was accepted' },
+  held: { type: 'integer', minimum: 0, description: 'Sparks held for it now: its price while it is pending or processing, else 0' },
+  charged: { type: 'integer', minimum: 0, description: 'Sparks charged for it: its price once completed; 0 while held, and for failed or cancelled actions (released)' },
+} as const;
+export const MONEY_FIELDS = ['price', 'held', 'charged'] as const;
+
 export const SHARED_SCHEMAS = {
   ImageInput: {
     $id: 'ImageInput',
@@ -94,7 +106,7 @@ export const SHARED_SCHEMAS = {
   ActionStatus: {
     $id: 'ActionStatus',
     type: 'object',
-    required: ['action_id', 'status', 'type'],
+    required: ['action_id', 'status', 'type', ...MONEY_FIELDS],
     properties: {
       action_id: { type: 'integer' },
       status: { type: 'string', enum: ['pending', 'processing', 'completed', 'failed', 'cancelled'] },
@@ -104,6 +116,7 @@ export const SHARED_SCHEMAS = {
       error_message: nullable('string'),
       created_at: nullable('string', { format: 'date-time' }),
       completed_at: nullable('string', { format: 'date-time' }),
+      ...MONEY_PROPERTIES,
     },
   },
   Project: {

@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { AfterCommit } from './after-commit';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
@@ -28,6 +29,7 @@ export function createDataSource(databaseUrl: string, poolSize = 20): DataSource
     entities,
     migrations,
     migrationsRun: false,
+    subscribers: [AfterCommit],
     synchronize: false,
     logging: false, // failures surface as errors through our logger, never as raw SQL with parameters
     extra: { max: poolSize, ...CONNECTION_SETTINGS },

@@ -7,6 +7,8 @@
 import type { EntityManager } from 'typeorm';
 import { sqlRow } from '../db/sql';
 import { settleHold } from './billing';
+import { afterCommit } from '../db/after-commit';
+import { actionsTotal, jobsTotal } from '../metrics/registry';
 
 type OpenStatus = 'pending' | 'processing';
 export const OPEN_ACTION_STATUSES: readonly OpenStatus[] = ['pending', 'processing'];
@@ -38,8 +40,9 @@ export async function closeAction(
 ): Promise<boolean> {
   const closed = await sqlRow(m,
     `UPDATE actions SET status = $2, error_message = $3, completed_at = now(), updated_at = now()
-      WHERE id = $1 AND status = ANY($4) RETURNING card_id`, [actionId, status, errorMessage, from]);
+      WHERE id = $1 AND status = ANY($4) RETURNING card_id, product, provider`, [actionId, status, errorMessage, from]);
   if (closed) {
+    afterCommit(m, () => actionsTotal.inc({ product: closed.product, provider: closed.provider ?? 'none', outcome: status }));
     await m.query(`UPDATE cards SET status = $2, updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [closed.card_id, status]);
   }
   return Boolean(closed);
@@ -64,12 +67,14 @@ async function releaseAndCloseLocked(
 ): Promise<boolean> {
   await settleHold(m, actionId, 'released');
   const closed = await closeAction(m, actionId, outcome, errorMessage);
-  await m.query(
+  const closedJob = await sqlRow(m,
     `UPDATE jobs SET status = $2, phase = 'failed', completed_at = now(), updated_at = now(),
             retryable = COALESCE($3, retryable), error_code = COALESCE($4, error_code), error_message = COALESCE($5, error_message)
       WHERE action_id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
-        AND NOT EXISTS (SELECT 1 FROM actions WHERE id = $1 AND status = 'completed')`,
+        AND NOT EXISTS (SELECT 1 FROM actions WHERE id = $1 AND status = 'completed')
+      RETURNING type`,
     [actionId, outcome, job?.retryable ?? null, job?.errorCode ?? null, job ? errorMessage : null]); // a cancel keeps the last error
+  if (closedJob) afterCommit(m, () => jobsTotal.inc({ type: closedJob.type, outcome }));
   return closed;
 }
 

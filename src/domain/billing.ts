@@ -9,6 +9,8 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { prepared, preparedRow } from '../db/prepared';
 import { sqlRow } from '../db/sql';
+import { afterCommit } from '../db/after-commit';
+import { sparksCharged, sparksHeld, sparksReleased } from '../metrics/registry';
 
 export class InsufficientSparks extends Error {
   constructor(readonly available: number, readonly required: number) {
@@ -49,10 +51,12 @@ export async function transactionWithHolds<T>(db: DataSource, accountId: number,
  * settled in the transaction that made it: `held` has not been raised yet there.
  */
 export async function holdSparks(manager: EntityManager, accountId: number, actionId: number, amount: number): Promise<void> {
-  await manager.query(
-    `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit) VALUES ($1, $2, $3, 'held', true)`,
+  const held = await sqlRow<{ product: string }>(manager,
+    `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit) VALUES ($1, $2, $3, 'held', true)
+     RETURNING (SELECT product FROM actions WHERE id = $2) AS product`,
     [accountId, actionId, amount],
   );
+  afterCommit(manager, () => sparksHeld.inc({ product: held?.product ?? 'unknown' }, amount));
 }
 
 /**
@@ -64,11 +68,12 @@ export async function holdSparksUnder(manager: EntityManager, accountId: number,
     `INSERT INTO spark_holds (account_id, reference, amount, status, reserve_at_commit) VALUES ($1, $2, $3, 'held', true)`,
     [accountId, reference, amount],
   );
+  afterCommit(manager, () => sparksHeld.inc({ product: 'helper' }, amount));
 }
 
 export type Settlement = 'charged' | 'released';
 
-interface HeldSparks { account_id: number; amount: number }
+interface HeldSparks { account_id: number; amount: number; product: string | null }
 
 /**
  * Settles the hold of an action as `charged` (balance goes down, a ledger row is written) or `released`.
@@ -89,10 +94,14 @@ async function settleOpenHold(
   const hold = await sqlRow<HeldSparks>(manager,
     `UPDATE spark_holds SET status = $2, settled_at = now()
       WHERE ${column} = $1 AND status = 'held'
-      RETURNING account_id, amount`,
+      RETURNING account_id, amount, (SELECT product FROM actions WHERE id = spark_holds.action_id) AS product`,
     [key, outcome],
   );
-  if (hold) await book(manager, hold, outcome, ledgerReference, actionId);
+  if (hold) {
+    await book(manager, hold, outcome, ledgerReference, actionId);
+    const settled = outcome === 'charged' ? sparksCharged : sparksReleased;
+    afterCommit(manager, () => settled.inc({ product: hold.product ?? 'helper' }, hold.amount));
+  }
   return Boolean(hold);
 }
 

@@ -1,6 +1,8 @@
 /** v2 job vocabulary: statuses, phases, the polling hints derived from them, and the one conditional move of a job. */
 import type { EntityManager } from 'typeorm';
 import { sqlRow } from '../db/sql';
+import { afterCommit } from '../db/after-commit';
+import { jobsTotal } from '../metrics/registry';
 
 export const JOB_STATUSES = ['queued', 'claimed', 'running', 'retry_scheduled', 'succeeded', 'failed', 'dead_letter', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -61,8 +63,11 @@ export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMo
             completed_at = CASE WHEN $2 IN ('succeeded', 'failed', 'dead_letter', 'cancelled') THEN now() ELSE completed_at END,
             updated_at = now()
       WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
-      RETURNING id`,
+      RETURNING id, type`,
     [jobId, move.status, move.phase, move.attempt ?? false, move.nextAttemptInMs ?? null, move.retryable ?? null,
       move.errorCode ?? null, move.errorMessage ?? null]);
+  if (moved && (TERMINAL_JOB_STATUSES as readonly string[]).includes(move.status)) {
+    afterCommit(m, () => jobsTotal.inc({ type: moved.type, outcome: move.status }));
+  }
   return Boolean(moved);
 }

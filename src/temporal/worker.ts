@@ -10,13 +10,20 @@ let runtimeInstalled = false;
 
 /**
  * Routes the SDK's logging (its own, and workflows' and activities' `log`) into our JSON lines at our level
- * (warnings by default), once per process.
+ * (warnings by default), once per process; given `metricsBindAddress`, the SDK's worker metrics (task slots,
+ * schedule-to-start latency, sticky cache) are served there in the Prometheus format (merged into the process's
+ * /metrics, src/metrics/server.ts). The first call of the process decides.
  */
-export function installRuntime(): void {
+export function installRuntime(options: { metricsBindAddress?: string } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: sdkLogger() });
+    Runtime.install({
+      logger: sdkLogger(),
+      ...(options.metricsBindAddress ? {
+        telemetryOptions: { metrics: { prometheus: { bindAddress: options.metricsBindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } },
+      } : {}),
+    });
   } catch {
     // already installed by someone else in this process (tests)
   }

@@ -35,6 +35,7 @@ describe('v2 jobs over HTTP', function () {
       assert.deepEqual({ ...job, job_id: 0, resource_id: 0 }, {
         job_id: 0, status: 'queued', type: 'generation.execute', status_url: `${V2}/jobs/${job.job_id}`,
         cancel_url: `${V2}/jobs/${job.job_id}/cancel`, result_url: `${V2}/jobs/${job.job_id}/result`, resource_id: 0, first_check_after_sec: 2,
+        price: 5, held: 5, charged: 0,
       });
       assert.equal((await finish(job.job_id)).status, 'succeeded');
 

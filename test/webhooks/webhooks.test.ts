@@ -8,6 +8,8 @@ import { INTERNAL_URLS } from '../support/internal-urls';
 import { ScriptedProvider } from '../support/providers';
 import { ALLOW_CIDRS, ALLOWED_ADDRESS, REFUSED_ADDRESS, RebindingStage, startRebindingStage } from '../support/rebinding';
 import { Stack, startStack } from '../support/stack';
+import { registry } from '../../src/metrics/registry';
+import { parseMetrics, valueOf } from '../support/prometheus';
 
 /** The receiver's side of the contract: verify the signature of the raw body in constant time. */
 function verifies(secret: string, rawBody: Buffer, header: string | undefined): boolean {
@@ -166,9 +168,14 @@ describe('webhooks', function () {
       const path = uniquePath('flaky');
       scripts.set(path, [500, 500, 500, 500, 200]);
       const hook = await register(call, path);
+      const before = parseMetrics(await registry.metrics());
       await generate(call);
       const { jobId, outcome, requests } = await deliveryAt(path);
       assert.deepEqual(outcome, { status: 'delivered' });
+      const after = parseMetrics(await registry.metrics());
+      const moved = (name: string, outcome: string) => valueOf(after, name, { outcome }) - valueOf(before, name, { outcome });
+      assert.deepEqual([moved('imagery_webhook_delivery_attempts_total', 'http_error'), moved('imagery_webhook_delivery_attempts_total', 'delivered'),
+        moved('imagery_webhook_deliveries_total', 'delivered'), moved('imagery_webhook_deliveries_total', 'exhausted')], [4, 1, 1, 0]);
       assert.equal(requests.length, 5);
       assert.deepEqual(new Set(requests.map((r) => r.headers['x-service-job-id'])), new Set([jobId]));
       const [delivery] = (await call('GET', `${V1}/webhooks/${hook.id}/deliveries`)).body.deliveries;
@@ -184,6 +191,7 @@ describe('webhooks', function () {
       scripts.set(down, [503]);
       await register(call, refused);
       const downHook = await register(call, down);
+      const before = parseMetrics(await registry.metrics());
       await generate(call);
       const first = await deliveryAt(refused);
       assert.equal(first.outcome.status, 'failed');
@@ -192,6 +200,10 @@ describe('webhooks', function () {
       assert.equal(second.requests.length, 5);
       const [delivery] = (await call('GET', `${V1}/webhooks/${downHook.id}/deliveries`)).body.deliveries;
       assert.deepEqual([delivery.status, delivery.attempts, delivery.last_status_code, delivery.last_error], ['failed', 5, 503, 'HTTP 503']);
+      const after = parseMetrics(await registry.metrics());
+      const moved = (name: string, outcome: string) => valueOf(after, name, { outcome }) - valueOf(before, name, { outcome });
+      assert.deepEqual([moved('imagery_webhook_delivery_attempts_total', 'refused'), moved('imagery_webhook_delivery_attempts_total', 'http_error'),
+        moved('imagery_webhook_deliveries_total', 'exhausted')], [1, 5, 2], 'both end as exhausted: one refused for good, one out of attempts');
     });
 
     it('honours Retry-After on 503', async () => {
