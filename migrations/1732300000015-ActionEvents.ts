@@ -2,8 +2,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Why: live progress (`GET /status/{action_id}/events`, `GET /jobs/{job_id}/events`). Every change of an action's
- * status, provider or progress, and of its job's status, phase or attempts, is appended to `action_events` by a
- * trigger, in the transaction that made it, and announced with `pg_notify('action_events', action_id)` at commit, so
+ * status, provider or progress, and of its job's status, phase, attempts or provider, is appended to
+ * `action_events` by a trigger deferred to the commit of the transaction that made it (one event per transaction,
+ * and none when nothing a reader sees changed), and announced with `pg_notify('action_events', action_id)` at commit, so
  * any API process can stream any action and a client that reconnects resumes from the log without loss.
  *
  * `seq` counts an action's events from 1. The trigger writes it while holding the action's row lock (an update of
@@ -36,14 +37,23 @@ export class ActionEvents1732300000015 implements MigrationInterface {
       DECLARE
         a record;
         j record;
-        next_seq integer;
+        prev record;
+        now_status record;
       BEGIN
         -- The action's row lock orders the events of one action (held already when the action itself moved).
         SELECT status, provider, progress INTO a FROM actions WHERE id = p_action_id FOR NO KEY UPDATE;
         SELECT status, phase, attempts, provider INTO j FROM jobs WHERE action_id = p_action_id;
-        SELECT COALESCE(max(seq), 0) + 1 INTO next_seq FROM action_events WHERE action_id = p_action_id;
+        SELECT seq, action_status, job_status, phase, attempt, provider, percent INTO prev
+          FROM action_events WHERE action_id = p_action_id ORDER BY seq DESC LIMIT 1;
+        now_status := ROW(a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
+                          CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END::smallint);
+        -- The action and its job moved in one transaction: one event, not one per row.
+        IF prev.seq IS NOT NULL AND ROW(prev.action_status, prev.job_status, prev.phase, prev.attempt, prev.provider, prev.percent)
+             IS NOT DISTINCT FROM now_status THEN
+          RETURN;
+        END IF;
         INSERT INTO action_events (action_id, seq, action_status, job_status, phase, attempt, provider, percent)
-          VALUES (p_action_id, next_seq, a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
+          VALUES (p_action_id, COALESCE(prev.seq, 0) + 1, a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
                   CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END);
         PERFORM pg_notify('action_events', p_action_id::text);
       END $$`);
@@ -65,8 +75,12 @@ export class ActionEvents1732300000015 implements MigrationInterface {
         END IF;
         RETURN NULL;
       END $$`);
-    await q.query(`CREATE TRIGGER actions_event AFTER INSERT OR UPDATE ON actions FOR EACH ROW EXECUTE FUNCTION action_changed()`);
-    await q.query(`CREATE TRIGGER jobs_event AFTER INSERT OR UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION job_changed()`);
+    // Deferred to the commit: the event shows the action and its job as the transaction leaves them (what a reader
+    // can see), never a state inside it.
+    await q.query(`CREATE CONSTRAINT TRIGGER actions_event AFTER INSERT OR UPDATE ON actions DEFERRABLE INITIALLY DEFERRED
+                     FOR EACH ROW EXECUTE FUNCTION action_changed()`);
+    await q.query(`CREATE CONSTRAINT TRIGGER jobs_event AFTER INSERT OR UPDATE ON jobs DEFERRABLE INITIALLY DEFERRED
+                     FOR EACH ROW EXECUTE FUNCTION job_changed()`);
   }
 
   async down(q: QueryRunner): Promise<void> {

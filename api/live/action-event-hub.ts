@@ -10,6 +10,12 @@ import { log } from '../../src/log';
 
 export const ACTION_EVENTS_CHANNEL = 'action_events';
 
+/**
+ * 15 s: under the API's own idle deadline (`HTTP_IDLE_TIMEOUT_SECONDS`, 30 s) and the usual proxies' and load
+ * balancers' 60 s, so an idle stream is never cut; and a dead client is noticed within two heartbeats.
+ */
+export const HEARTBEAT_MS = 15_000;
+
 /** What a stream asks of the hub: to be woken when its action may have new events, and to be ended at shutdown. */
 export interface EventSubscriber {
   wake(): void;
@@ -23,10 +29,11 @@ export class ActionEventHub {
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly connectionString: string) {}
+  /** `heartbeatMs`: how often each stream sends its heartbeat comment (`HEARTBEAT_MS`; tests shorten it). */
+  constructor(private readonly connectionString: string, readonly heartbeatMs = HEARTBEAT_MS) {}
 
-  static forDataSource(db: DataSource): ActionEventHub {
-    return new ActionEventHub((db.options as { url: string }).url);
+  static forDataSource(db: DataSource, heartbeatMs?: number): ActionEventHub {
+    return new ActionEventHub((db.options as { url: string }).url, heartbeatMs);
   }
 
   /** Streams open in this process. */

@@ -2,7 +2,7 @@
  * A Server-Sent Events answer over an action's event log (`action_events`): every event after the one the client
  * last saw (`Last-Event-ID`, or `last_event_id` in the query for clients that cannot set headers), in order, each
  * with its `id:` (the event's sequence number within the action), then live ones as the shared LISTEN connection
- * announces them; a heartbeat comment every `HEARTBEAT_MS`; the final event ends the answer.
+ * announces them; a heartbeat comment every `HEARTBEAT_MS` (15 s); the final event ends the answer.
  *
  * Per stream the process keeps one closure, one timer and the socket: no buffer of its own. What the socket has
  * not taken is bounded: past `MAX_UNSENT_BYTES` the stream is ended, and the client resumes from its last id.
@@ -13,11 +13,6 @@ import { prepared, preparedRows } from '../../src/db/prepared';
 import { ValidationFailed } from '../errors';
 import type { ActionEventHub } from './action-event-hub';
 
-/**
- * 15 s: under the API's own idle deadline (`HTTP_IDLE_TIMEOUT_SECONDS`, 30 s) and the usual proxies' and load
- * balancers' 60 s, so an idle stream is never cut; and a dead client is noticed within two heartbeats.
- */
-export const HEARTBEAT_MS = 15_000;
 /** What a client may leave unread before its stream is ended (it resumes with Last-Event-ID). */
 export const MAX_UNSENT_BYTES = 64 * 1024;
 /** Events read from the log at once. */
@@ -32,8 +27,8 @@ const EVENTS_AFTER = prepared('action_events_after', `
   SELECT seq, action_status, job_status, phase, attempt, provider, percent, created_at
     FROM action_events WHERE action_id = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE}`);
 
-/** What one event of the log is on the wire: its name, its JSON data, and whether it ends the stream. */
-export type RenderEvent = (row: ActionEventRow) => Promise<{ event: string; data: Record<string, unknown>; final: boolean }>;
+/** What one event of the log is on the wire: its name, its JSON data, and whether it ends the stream; null: not for this stream. */
+export type RenderEvent = (row: ActionEventRow) => Promise<{ event: string; data: Record<string, unknown>; final: boolean } | null>;
 
 /** The last event id the client saw: the header, else the `last_event_id` query parameter, else 0 (from the start). */
 export function lastEventId(ctx: Context, fromQuery: unknown): number {
@@ -88,10 +83,12 @@ export async function streamActionEvents(
           rows = await preparedRows<ActionEventRow>(db, EVENTS_AFTER, [actionId, last]);
           for (const row of rows) {
             if (done) return;
-            const { event, data, final } = await render(row);
+            const rendered = await render(row);
             if (done) return;
-            send(`id: ${row.seq}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
             last = row.seq;
+            if (!rendered) continue;
+            const { event, data, final } = rendered;
+            send(`id: ${row.seq}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
             if (final) { finish(); return; }
           }
         } while (rows.length === PAGE && !done);
@@ -115,7 +112,7 @@ export async function streamActionEvents(
   });
   res.socket?.setNoDelay(true);
   send('retry: 3000\n\n');
-  heartbeat = setInterval(() => send(': heartbeat\n\n'), HEARTBEAT_MS);
+  heartbeat = setInterval(() => send(': heartbeat\n\n'), liveEvents.heartbeatMs);
   heartbeat.unref();
   await pump();
 }

@@ -194,9 +194,9 @@ export function jobRoutes(services: ApiServices): Route[] {
         const job = await ownJob(ctx, params.job_id);
         const after = lastEventId(ctx, query.last_event_id);
         await streamActionEvents(ctx, { db, liveEvents }, job.action_id, after, async (event) => {
-          // The events of the job's action before its job row existed (the same transaction) are left out by the
-          // status being null there; every event of a job has its status.
-          const status = event.job_status ?? 'queued';
+          // The action's first event, written before its job row in the same transaction, is not the job's.
+          if (event.job_status === null) return null;
+          const status = event.job_status;
           const final = TERMINAL_JOB_STATUSES.includes(status as JobStatus);
           const ended = final ? (await preparedRow<JobRow>(db, JOB_WITH_ACTION, [job.id]))! : undefined;
           const view = ended ? jobView(ended) : undefined;
@@ -204,7 +204,7 @@ export function jobRoutes(services: ApiServices): Route[] {
             event: final ? status : 'progress',
             final,
             data: {
-              job_id: job.id, status, phase: event.phase ?? 'queued', attempt: event.attempt ?? 0, provider: event.provider,
+              job_id: job.id, status, phase: event.phase, attempt: event.attempt, provider: event.provider,
               percent: event.percent, at: event.created_at.toISOString(),
               ...(view ? {
                 result_url: view.result?.result_url ?? null, result_url_expires_at: view.result?.result_url_expires_at ?? null,

@@ -58,6 +58,8 @@ export interface StackOptions {
   webhookRetryInitialMs?: number;
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
+  /** Heartbeat interval of the live-progress streams (15 s in production). */
+  sseHeartbeatMs?: number;
   /** How long a funnel session waits for its next step (a day by default, seconds in the expiry test). */
   funnelIdleTimeoutSeconds?: number;
   /** A different outbound policy for the worker than for the API (to test the send-time address check). */
@@ -122,7 +124,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? defaults.maxBodyBytesInFlight),
-    liveEvents: ActionEventHub.forDataSource(db),
+    liveEvents: ActionEventHub.forDataSource(db, options.sseHeartbeatMs),
   };
   server.on('request', createApp(services).callback());
 

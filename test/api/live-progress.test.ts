@@ -1,0 +1,205 @@
+/**
+ * Live progress over Server-Sent Events (`GET /status/{action_id}/events`, `GET /jobs/{job_id}/events`): real API,
+ * real Temporal, real Postgres. Each stream is compared with the action's event log (`action_events`), which the
+ * triggers fill from the read-model writes: a stream must carry every event of the log, in order, once.
+ */
+import assert from 'node:assert/strict';
+import { LocalRenderer } from '../../src/providers/local-renderer';
+import { ProviderError } from '../../src/providers/provider';
+import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { ScriptedProvider } from '../support/providers';
+import { openSse, SseEvent, SseStream } from '../support/sse-client';
+import { Stack, startApiPair, startStack } from '../support/stack';
+
+const V2 = '/api/v2';
+
+/** The log of an action as `(seq, action status, job status, phase, attempt)`. */
+async function logOf(stack: Stack, actionId: number) {
+  return stack.db.query('SELECT seq, action_status, job_status, phase, attempt FROM action_events WHERE action_id = $1 ORDER BY seq', [actionId]);
+}
+
+/** What a finished stream shows: ids strictly increasing, nothing after the final event, the server ended it. */
+async function assertWhole(stream: SseStream, finalName: string): Promise<SseEvent[]> {
+  await stream.ended;
+  const ids = stream.events.map((e) => Number(e.id));
+  assert.deepEqual(ids, [...ids].sort((a, b) => a - b), 'ids in order');
+  assert.equal(new Set(ids).size, ids.length, 'no id twice');
+  assert.equal(stream.events.at(-1)!.event, finalName, JSON.stringify(stream.events));
+  assert.ok(stream.events.slice(0, -1).every((e) => e.event === 'progress'), 'only the last event is final');
+  return stream.events;
+}
+
+describe('live progress (Server-Sent Events)', function () {
+  this.timeout(120_000);
+
+  describe('a photo, start to end', () => {
+    let stack: Stack;
+    before(async () => { stack = await startStack({ provider: new LocalRenderer({ delayMs: 1500 }), sseHeartbeatMs: 200 }); });
+    after(() => stack.stop());
+
+    it('v1: every transition of the action in order, live, heartbeats, the result URL at the end, then the stream closes', async () => {
+      const { apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const action = (await call('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+      const stream = await openSse(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      assert.equal(stream.status, 200);
+      assert.match(String(stream.headers['content-type']), /^text\/event-stream/);
+      assert.equal(stream.headers['cache-control'], 'no-cache, no-transform');
+      assert.ok(stream.headers['x-ratelimit-remaining'], 'counted against the rate limit like a poll');
+      // Live: the stream sees processing while the render is still under way (the workflow has not ended).
+      await stream.waitFor((e) => e.data.status === 'processing');
+      await stream.waitForComments(1); // a heartbeat while nothing moves
+      assert.ok(stream.comments.includes('heartbeat'));
+      const events = await assertWhole(stream, 'completed');
+      const log = await logOf(stack, action.action_id);
+      assert.deepEqual(events.map((e) => [Number(e.id), e.data.status]), log.map((r: { seq: number; action_status: string }) => [r.seq, r.action_status]), 'the whole log, once, in order');
+      assert.deepEqual([...new Set(events.map((e) => e.data.status))], ['pending', 'processing', 'completed']);
+      const done = events.at(-1)!.data;
+      assert.equal(done.action_id, action.action_id);
+      assert.equal(done.provider, 'local');
+      assert.equal(done.percent, 100);
+      assert.equal(done.error_message, null);
+      assert.equal((await fetch(done.result_url)).status, 200, 'a fresh signed result URL');
+      assert.ok(Date.parse(done.result_url_expires_at) > Date.now());
+
+      // A stream opened after the end replays the same log and closes at once.
+      const late = await openSse(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      assert.deepEqual((await assertWhole(late, 'completed')).map((e) => e.id), events.map((e) => e.id));
+    });
+
+    it('resumes after a dropped connection with Last-Event-ID (header or query), without losing or repeating an event', async () => {
+      const { apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const auth = { Authorization: `Bearer ${apiKey}` };
+      const job = (await call('POST', `${V2}/jobs/generate`, { images: [{ data: await jpegBase64() }] })).body;
+      const url = `${stack.baseUrl}${V2}/jobs/${job.job_id}/events`;
+      const first = await openSse(url, auth);
+      await first.waitFor((e) => e.data.status === 'claimed');
+      first.drop();
+      const seen = [...first.events];
+      const lastId = seen.at(-1)!.id;
+      // The server lets the dropped stream go; events are written while nobody listens.
+      await eventually(async () => stack.services.liveEvents.size, (n) => n === 0);
+      await eventually(async () => (await logOf(stack, job.resource_id)).length, (n) => n > Number(lastId) + 1);
+      const resumed = await openSse(url, { ...auth, 'Last-Event-ID': lastId });
+      const rest = await assertWhole(resumed, 'succeeded');
+      assert.ok(Number(rest[0].id) > Number(lastId), 'nothing repeated');
+      const all = [...seen, ...rest];
+      const log = (await logOf(stack, job.resource_id)).filter((r: { job_status: string | null }) => r.job_status !== null);
+      assert.deepEqual(all.map((e) => `${e.id} ${e.data.status}/${e.data.phase}/${e.data.attempt}`),
+        log.map((r: { seq: number; job_status: string; phase: string; attempt: number }) => `${r.seq} ${r.job_status}/${r.phase}/${r.attempt}`), 'nothing lost');
+      assert.equal((await fetch(rest.at(-1)!.data.result_url)).status, 200);
+
+      // The query parameter, for clients that cannot set a header; the header wins over it.
+      const byQuery = await openSse(`${url}?last_event_id=${lastId}`, auth);
+      assert.deepEqual((await assertWhole(byQuery, 'succeeded')).map((e) => e.id), rest.map((e) => e.id));
+      const both = await openSse(`${url}?last_event_id=1`, { ...auth, 'Last-Event-ID': rest.at(-2)!.id });
+      assert.deepEqual((await assertWhole(both, 'succeeded')).map((e) => e.id), [rest.at(-1)!.id]);
+    });
+
+    it('refuses a malformed Last-Event-ID (422), a missing key (401), another account (v1 403, v2 404)', async () => {
+      const a = await newAccount(stack.db, 20);
+      const b = await newAccount(stack.db, 20);
+      const asA = apiClient(stack.baseUrl, a.apiKey);
+      const action = (await asA('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+      const job = (await asA('POST', `${V2}/jobs/generate`, { images: [{ data: await jpegBase64() }] })).body;
+      const v1 = `${stack.baseUrl}${V1}/status/${action.action_id}/events`;
+      const v2 = `${stack.baseUrl}${V2}/jobs/${job.job_id}/events`;
+      const answers = async (url: string, headers: Record<string, string>) => {
+        const s = await openSse(url, headers);
+        return [s.status, JSON.parse(s.text).detail?.error ?? JSON.parse(s.text).detail?.[0]?.type];
+      };
+      assert.deepEqual(await answers(v1, {}), [401, 'missing_authorization']);
+      assert.deepEqual(await answers(v2, {}), [401, 'missing_authorization']);
+      assert.deepEqual(await answers(v1, { Authorization: `Bearer ${b.apiKey}` }), [403, 'forbidden']);
+      assert.deepEqual(await answers(v2, { Authorization: `Bearer ${b.apiKey}` }), [404, 'not_found']);
+      assert.deepEqual(await answers(`${stack.baseUrl}${V2}/jobs/not-a-uuid/events`, { Authorization: `Bearer ${a.apiKey}` }), [404, 'not_found']);
+      assert.deepEqual(await answers(`${stack.baseUrl}${V1}/status/999999999/events`, { Authorization: `Bearer ${a.apiKey}` }), [404, 'not_found']);
+      assert.equal((await openSse(v1, { Authorization: `Bearer ${a.apiKey}`, 'Last-Event-ID': 'x' })).status, 422);
+      assert.equal((await openSse(`${v2}?last_event_id=-1`, { Authorization: `Bearer ${a.apiKey}` })).status, 422);
+      await stack.temporal.workflow.getHandle(actionWorkflowId(action.action_id)).result();
+      await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).result();
+    });
+  });
+
+  describe('a v2 job with a retry', () => {
+    let stack: Stack;
+    before(async () => {
+      stack = await startStack({ provider: new ScriptedProvider([new ProviderError('upstream 503', 'unavailable', true)]), jobRetryBackoffMs: 1000 });
+    });
+    after(() => stack.stop());
+
+    it('streams every status, phase and attempt in order: the failure, retry_scheduled, the second attempt, succeeded', async () => {
+      const { apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const job = (await call('POST', `${V2}/jobs/generate`, { images: [{ data: await jpegBase64() }] })).body;
+      const stream = await openSse(`${stack.baseUrl}${V2}/jobs/${job.job_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      const events = await assertWhole(stream, 'succeeded');
+      const moves = events.map((e) => `${e.data.status}/${e.data.phase}/${e.data.attempt}`);
+      assert.deepEqual(moves, [
+        'queued/queued/0', 'claimed/routing/0', 'running/provider_reserved/1', 'running/provider_running/1', 'retry_scheduled/provider_reserved/1',
+        'running/provider_reserved/2', 'running/provider_running/2', 'running/finalizing/2', 'succeeded/postprocessing/2',
+      ], 'every move, in the order the job moved, once');
+      const log = (await logOf(stack, job.resource_id)).filter((r: { job_status: string | null }) => r.job_status !== null);
+      assert.deepEqual(events.map((e) => Number(e.id)), log.map((r: { seq: number }) => r.seq).slice(0, events.length), 'every event of the log up to the end');
+      const done = events.at(-1)!.data;
+      assert.deepEqual([done.job_id, done.provider, done.error_code, done.retryable], [job.job_id, 'scripted', null, false]);
+      assert.equal((await fetch(done.result_url)).status, 200);
+    });
+  });
+
+  describe('a cancel', () => {
+    let stack: Stack;
+    before(async () => { stack = await startStack({ provider: new LocalRenderer({ delayMs: 30_000 }) }); });
+    after(() => stack.stop());
+
+    it('ends both streams of a running job (v1 and v2) with a cancelled event', async () => {
+      const { apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const auth = { Authorization: `Bearer ${apiKey}` };
+      const job = (await call('POST', `${V2}/jobs/generate`, { images: [{ data: await jpegBase64() }] })).body;
+      const v2 = await openSse(`${stack.baseUrl}${V2}/jobs/${job.job_id}/events`, auth);
+      const v1 = await openSse(`${stack.baseUrl}${V1}/status/${job.resource_id}/events`, auth);
+      await v2.waitFor((e) => e.data.phase === 'provider_running');
+      assert.equal((await call('POST', job.cancel_url)).body.message, 'Cancel requested');
+      const events = await assertWhole(v2, 'cancelled');
+      assert.deepEqual(events.at(-1)!.data.result_url, null);
+      const actionEvents = await assertWhole(v1, 'cancelled');
+      assert.deepEqual([...new Set(actionEvents.map((e) => e.data.status))], ['pending', 'processing', 'cancelled']);
+      assert.equal(actionEvents.at(-1)!.data.phase, 'failed', 'the job\'s phase as the cancel left it');
+    });
+  });
+
+  describe('across two API processes', () => {
+    let one: Stack;
+    let two: Stack;
+    before(async () => { [one, two] = await startApiPair(10_000); });
+    after(async () => { await one.stop(); await two.stop(); });
+
+    it('a stream on one process sees what a request to the other wrote', async () => {
+      const { apiKey } = await newAccount(one.db, 20);
+      const auth = { Authorization: `Bearer ${apiKey}` };
+      // No worker: the action stays pending until the other process cancels it.
+      const action = (await apiClient(one.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+      const stream = await openSse(`${two.baseUrl}${V1}/status/${action.action_id}/events`, auth);
+      await stream.waitFor((e) => e.data.status === 'pending');
+      assert.equal(stream.events.length, 1);
+      const cancel = await apiClient(one.baseUrl, apiKey)('POST', `${V1}/cancel/${action.action_id}`);
+      assert.equal(cancel.body.status, 'cancelled');
+      const events = await assertWhole(stream, 'cancelled');
+      assert.deepEqual(events.map((e) => e.data.status), ['pending', 'cancelled']);
+    });
+
+    it('ends its streams when the process shuts down', async () => {
+      const { apiKey } = await newAccount(one.db, 20);
+      const action = (await apiClient(one.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+      const stream = await openSse(`${two.baseUrl}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      await stream.waitFor((e) => e.data.status === 'pending');
+      assert.equal(two.services.liveEvents.size, 1);
+      await two.services.liveEvents.close();
+      await stream.ended;
+      assert.equal(two.services.liveEvents.size, 0);
+    });
+  });
+});
