@@ -4,7 +4,12 @@
  * triggers fill from the read-model writes: a stream must carry every event of the log, in order, once.
  */
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config';
+import { OutboundPolicy } from '../../src/net/outbound';
+import { allFrom } from '../../src/providers';
 import { LocalRenderer } from '../../src/providers/local-renderer';
+import { RunwayProvider } from '../../src/providers/runway';
+import { RunwayServer, startRunwayServer } from '../support/runway-server';
 import { ProviderError } from '../../src/providers/provider';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
@@ -200,6 +205,35 @@ describe('live progress (Server-Sent Events)', function () {
       await two.services.liveEvents.close();
       await stream.ended;
       assert.equal(two.services.liveEvents.size, 0);
+    });
+  });
+
+  describe('a Runway video', () => {
+    let runway: RunwayServer;
+    let stack: Stack;
+    before(async () => {
+      runway = await startRunwayServer();
+      const video = new RunwayProvider({
+        apiKey: runway.apiKey, baseUrl: runway.url, model: 'gen4_turbo', pollIntervalSeconds: 0.2, timeoutMs: 10_000,
+        outbound: new OutboundPolicy(loadConfig().outboundAllowCidrs),
+      });
+      stack = await startStack({ providers: { ...allFrom(new LocalRenderer()), video } });
+    });
+    after(async () => {
+      await stack.stop();
+      await runway.close();
+    });
+
+    it('carries the percent Runway reports, in order, and 100 at the end', async () => {
+      runway.nextTask({ status: 'PENDING' }, { status: 'RUNNING', progress: 0.3 }, { status: 'RUNNING', progress: 0.8 }, { status: 'SUCCEEDED' });
+      const { apiKey } = await newAccount(stack.db, 50);
+      const action = (await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/generate/video`,
+        { image: { data: await jpegBase64(640, 480) }, duration_sec: 5, scenario: 'A slow turn' })).body;
+      const stream = await openSse(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      const events = await assertWhole(stream, 'completed');
+      assert.deepEqual(events.map((e) => e.data.percent).filter((p) => p !== null), [30, 80, 100]);
+      assert.equal(events.at(-1)!.data.provider, 'runway');
+      assert.equal((await stack.db.query('SELECT progress FROM actions WHERE id = $1', [action.action_id]))[0].progress, 80, 'the last percent Runway reported');
     });
   });
 });
