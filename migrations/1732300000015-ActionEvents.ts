@@ -32,6 +32,13 @@ export class ActionEvents1732300000015 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (action_id, seq)
       )`);
+    // Actions made before this migration start their log with their state now, so that a stream on one of them
+    // (an ended one above all) has its final event and closes.
+    await q.query(`
+      INSERT INTO action_events (action_id, seq, action_status, job_status, phase, attempt, provider, percent, created_at)
+      SELECT a.id, 1, a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
+             CASE WHEN a.status = 'completed' THEN 100 END, COALESCE(a.completed_at, a.updated_at, a.created_at)
+        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id`);
     await q.query(`
       CREATE FUNCTION record_action_event(p_action_id integer) RETURNS void LANGUAGE plpgsql AS $$
       DECLARE

@@ -70,7 +70,10 @@ export async function streamActionEvents(
   const send = (chunk: string) => {
     if (done) return;
     res.write(chunk);
-    if (res.writableLength > MAX_UNSENT_BYTES) finish(); // a client that does not read: it resumes from its last id
+    if (res.writableLength > MAX_UNSENT_BYTES) { // a client that does not read: cut, it resumes from its last id
+      finish();
+      res.destroy();
+    }
   };
   const pump = async (): Promise<void> => {
     if (reading) { again = true; return; }
@@ -103,7 +106,13 @@ export async function streamActionEvents(
 
   ctx.respond = false; // the answer is written here, not by Koa
   res.on('close', finish);
-  unsubscribe = await liveEvents.subscribe(actionId, { wake: () => void pump(), end: finish });
+  // At shutdown the connection goes too (once the end is written), so that the server's close does not wait for it.
+  const shutDown = () => {
+    if (done) return;
+    res.once('finish', () => res.socket?.end());
+    finish();
+  };
+  unsubscribe = await liveEvents.subscribe(actionId, { wake: () => void pump(), end: shutDown });
   if (done) { unsubscribe(); return; } // the client left meanwhile
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
