@@ -196,6 +196,18 @@ describe('live progress (Server-Sent Events)', function () {
       assert.deepEqual(events.map((e) => e.data.status), ['pending', 'cancelled']);
     });
 
+    it('loses nothing when the LISTEN connection drops: it listens again and the streams catch up', async () => {
+      const { apiKey } = await newAccount(one.db, 20);
+      const action = (await apiClient(one.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+      const stream = await openSse(`${two.baseUrl}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      await stream.waitFor((e) => e.data.status === 'pending');
+      const dropped = await one.db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'imagery-live-progress'`);
+      assert.ok(dropped.length >= 1);
+      // The cancel is written while the other process may not be listening yet: it reads the log once it is again.
+      assert.equal((await apiClient(one.baseUrl, apiKey)('POST', `${V1}/cancel/${action.action_id}`)).body.status, 'cancelled');
+      assert.deepEqual((await assertWhole(stream, 'cancelled')).map((e) => e.data.status), ['pending', 'cancelled']);
+    });
+
     it('ends its streams when the process shuts down', async () => {
       const { apiKey } = await newAccount(one.db, 20);
       const action = (await apiClient(one.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
@@ -234,6 +246,41 @@ describe('live progress (Server-Sent Events)', function () {
       assert.deepEqual(events.map((e) => e.data.percent).filter((p) => p !== null), [30, 80, 100]);
       assert.equal(events.at(-1)!.data.provider, 'runway');
       assert.equal((await stack.db.query('SELECT progress FROM actions WHERE id = $1', [action.action_id]))[0].progress, 80, 'the last percent Runway reported');
+    });
+  });
+
+  describe('a real API process', () => {
+    it('on SIGTERM ends its open streams and exits', async () => {
+      const { startServiceProcess } = await import('../../src/cluster/service-process');
+      const { testEnvironment } = await import('../support/environment');
+      const { freePort } = await import('../../src/temporal/dev-server');
+      const os = await import('node:os');
+      const path = await import('node:path');
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const api = await startServiceProcess('api', {
+        DATABASE_URL: testEnvironment().databaseUrl, TEMPORAL_ADDRESS: testEnvironment().temporalAddress, TEMPORAL_TASK_QUEUE: `sse-shutdown-${process.pid}`,
+        PORT: String(port), PUBLIC_BASE_URL: url, DATA_DIR: path.join(os.tmpdir(), `imagery-sse-api-${process.pid}`),
+        ASSETS_DIR: path.join(os.tmpdir(), 'imagery-test-assets'), RECONCILE_GRACE_SECONDS: '86400',
+      });
+      try {
+        const stack = await startStack({ withWorker: false });
+        try {
+          const { apiKey } = await newAccount(stack.db, 20);
+          const action = (await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+          const streams = await Promise.all([1, 2, 3].map(() => openSse(`${url}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` })));
+          await Promise.all(streams.map((s) => s.waitFor((e) => e.data.status === 'pending')));
+          const started = Date.now();
+          api.child.kill('SIGTERM');
+          await Promise.all(streams.map((s) => s.ended));
+          assert.equal(await api.exited, 0);
+          assert.ok(Date.now() - started < 10_000, `exited in ${Date.now() - started} ms`);
+        } finally {
+          await stack.stop();
+        }
+      } finally {
+        await api.stop(1_000);
+      }
     });
   });
 });
