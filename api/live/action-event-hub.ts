@@ -2,10 +2,12 @@
  * One `LISTEN action_events` connection per API process, shared by every live-progress stream of the process. The
  * notification says only which action moved; each stream then reads the action's log (`action_events`) after the
  * last event it sent, so a missed or coalesced notification loses nothing. When the connection drops, every stream
- * is woken (it reads what it missed) and the connection is made again.
+ * is woken (it reads what it missed) and the connection is made again. The connection has the pool's settings
+ * (TCP keepalive after 10 s), so a database that vanished is noticed without a query.
  */
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
+import { CONNECTION_SETTINGS } from '../../src/db/data-source';
 import { log } from '../../src/log';
 
 export const ACTION_EVENTS_CHANNEL = 'action_events';
@@ -75,7 +77,7 @@ export class ActionEventHub {
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({ connectionString: this.connectionString, application_name: 'imagery-live-progress' });
+    const client = new Client({ connectionString: this.connectionString, ...CONNECTION_SETTINGS, application_name: 'imagery-live-progress' });
     client.on('notification', (msg) => {
       const actionId = Number(msg.payload);
       for (const s of this.subscribers.get(actionId) ?? []) s.wake();

@@ -104,7 +104,6 @@ export async function streamActionEvents(
     }
   };
 
-  ctx.respond = false; // the answer is written here, not by Koa
   res.on('close', finish);
   // At shutdown the connection goes too (once the end is written), so that the server's close does not wait for it.
   const shutDown = () => {
@@ -112,7 +111,9 @@ export async function streamActionEvents(
     res.once('finish', () => res.socket?.end());
     finish();
   };
+  // Until the process listens, a failure is an ordinary error answer; from here on the answer is written here.
   unsubscribe = await liveEvents.subscribe(actionId, { wake: () => void pump(), end: shutDown });
+  ctx.respond = false;
   if (done) { unsubscribe(); return; } // the client left meanwhile
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
