@@ -10,12 +10,12 @@ export function actionEventStreamResponses(version: 'v1' | 'v2'): Record<number,
   const finals = version === 'v1' ? V1_FINAL : V2_FINAL;
   const description = [
     `Server-Sent Events, one per change of the ${subject} (status, phase, attempt, provider, percent), from its creation or after`,
-    '`Last-Event-ID`. Each event has an `id:` (its number within the stream, increasing by one), an `event:` name and a JSON',
-    `\`data:\` with \`${version === 'v1' ? 'action_id' : 'job_id'}\`, \`status\`, \`phase\` (null for an action without a job), \`attempt\`, \`provider\`,`,
-    '`percent` (null when the provider reports none) and `at`. Changes before the end are named `progress`; the final one is named',
-    `after the final status (${finals}), carries \`result_url\` and \`result_url_expires_at\` (signed now; null unless it succeeded)`,
-    'and `error_message`, and ends the stream. A comment line (`: heartbeat`) is sent every 15 s. A client that reads too',
-    'slowly (64 KiB unread) is disconnected and resumes with `Last-Event-ID`.',
+    '`Last-Event-ID`. Each event has an `id:` (increasing within the stream; resume with the last one seen), an `event:` name and a',
+    `JSON \`data:\` with \`${version === 'v1' ? 'action_id' : 'job_id'}\`, \`status\`, \`phase\`${version === 'v1' ? ' and `attempt` (of its v2 job; null for a v1 action)' : ', `attempt`'},`,
+    '`provider`, `percent` (null when the provider reports none) and `at`. Changes before the end are named `progress`; the final one',
+    `is named after the final status (${finals}), carries \`result_url\` and \`result_url_expires_at\` (signed now; null unless it`,
+    `succeeded) and \`error_message\`${version === 'v2' ? ', `error_code` and `retryable`' : ''}, and ends the stream. A comment line (\`: heartbeat\`) is sent`,
+    'every 15 s. A client that leaves 64 KiB unread is disconnected and resumes with `Last-Event-ID`.',
   ].join(' ');
   const answers: Record<number, RouteResponse> = {
     200: {
