@@ -196,6 +196,34 @@ describe('live progress (Server-Sent Events)', function () {
       assert.deepEqual(events.map((e) => e.data.status), ['pending', 'cancelled']);
     });
 
+    it('orders one action\'s events as their transactions commit: a job\'s move waits for the action\'s open transaction', async () => {
+      const { apiKey } = await newAccount(one.db, 20);
+      const job = (await apiClient(one.baseUrl, apiKey)('POST', `${V2}/jobs/generate`, { images: [{ data: await jpegBase64() }] })).body;
+      const stream = await openSse(`${two.baseUrl}${V2}/jobs/${job.job_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      await stream.waitFor((e) => e.data.status === 'queued');
+      const { Client } = await import('pg');
+      const { testEnvironment } = await import('../support/environment');
+      const first = new Client({ connectionString: testEnvironment().databaseUrl });
+      const second = new Client({ connectionString: testEnvironment().databaseUrl, application_name: 'sse-order-second' });
+      await Promise.all([first.connect(), second.connect()]);
+      try {
+        await first.query('BEGIN');
+        await first.query('UPDATE actions SET progress = 10 WHERE id = $1', [job.resource_id]); // its event is written at commit
+        // The job's move starts second and its event waits for the action's row, so it is recorded after the first.
+        const moving = second.query(`UPDATE jobs SET phase = 'routing' WHERE id = $1`, [job.job_id]);
+        await eventually(async () => (await one.db.query(`SELECT wait_event_type FROM pg_stat_activity WHERE application_name = 'sse-order-second'`))[0]?.wait_event_type,
+          (wait) => wait === 'Lock');
+        await first.query('COMMIT');
+        await moving;
+      } finally {
+        await Promise.all([first.end(), second.end()]);
+      }
+      const moves = await eventually(async () => stream.events.map((e) => `${e.data.phase}/${e.data.percent}`), (m) => m.length === 3);
+      assert.deepEqual(moves, ['queued/null', 'queued/10', 'routing/10']);
+      assert.deepEqual(stream.events.map((e) => Number(e.id)), [1, 2, 3]);
+      stream.drop();
+    });
+
     it('loses nothing when the LISTEN connection drops: it listens again and the streams catch up', async () => {
       const { apiKey } = await newAccount(one.db, 20);
       const action = (await apiClient(one.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
