@@ -80,6 +80,12 @@ interface RenderProgress { assetPath: string }
 /** How an image action's render ended; `endedElsewhere`: a failure recorded before it began, not this workflow's to announce. */
 export type RenderEnd = ActionEnd & { endedElsewhere?: true };
 
+/** A provider's progress fraction (0 to 1) as a whole percent, or null when it reports none. */
+export function progressPercent(fraction: number | undefined): number | null {
+  if (fraction === undefined || !Number.isFinite(fraction)) return null;
+  return Math.max(0, Math.min(100, Math.round(fraction * 100)));
+}
+
 export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running'; taskId: string; progress?: number };
 
 /** A renderer loads its inputs, says `started` just before the provider's call, and answers what it rendered. */
@@ -177,6 +183,9 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
             : await videoJob(action).then((job) => video('start_video', () => providers.video.startVideo(job, signal)));
           if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
           if (!taskId) await db.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, progress.taskId]);
+          // The provider's percent (Runway's `progress`, 0 to 1) for live progress; a change adds an action event.
+          const percent = progressPercent(progress.progress);
+          if (percent !== null) await db.query('UPDATE actions SET progress = $2 WHERE id = $1 AND progress IS DISTINCT FROM $2', [actionId, percent]);
           return { state: 'running', taskId: progress.taskId, progress: progress.progress };
         })());
       } catch (err) {

@@ -17,7 +17,10 @@ export function createJobLifecycleActivities({ db }: ActivityDeps) {
 
     /** After a success's webhooks are started: the last phase, for a job that is already `succeeded`. */
     async finishJobPostprocessing(jobId: string): Promise<void> {
-      await db.query(`UPDATE jobs SET phase = 'completed', updated_at = now() WHERE id = $1 AND status = 'succeeded' AND phase = 'postprocessing'`, [jobId]);
+      // The action's row first, as in moveJobRecord (the event trigger of `jobs` locks it).
+      await db.query(`WITH action_locked AS (SELECT 1 FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE)
+        UPDATE jobs SET phase = 'completed', updated_at = now()
+         WHERE id = $1 AND status = 'succeeded' AND phase = 'postprocessing' AND EXISTS (SELECT 1 FROM action_locked)`, [jobId]);
     },
 
     /** Ends a job cancelled while it ran: the job, its action and its hold, in one transaction (locks in order). */

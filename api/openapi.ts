@@ -40,7 +40,7 @@ function operation(route: Route, group: RouteGroup) {
       description: response.description,
       ...(response.headers || group.authenticated ? { headers: { ...(group.authenticated ? RATE_LIMIT_HEADERS : {}), ...response.headers } } : {}),
       ...(response.schema || Number(status) >= 400
-        ? { content: { 'application/json': { schema: response.schema ? publish(response.schema) : { $ref: '#/components/schemas/Error' } } } }
+        ? { content: { [response.mediaType ?? 'application/json']: { schema: response.schema ? publish(response.schema) : { $ref: '#/components/schemas/Error' } } } }
         : {}),
     };
   }

@@ -6,6 +6,8 @@ export type JsonSchema = Record<string, unknown>;
 export interface RouteResponse {
   description: string;
   schema?: JsonSchema;
+  /** The media type of `schema` (JSON unless said). */
+  mediaType?: string;
   headers?: Record<string, { description: string; schema: JsonSchema }>;
 }
 

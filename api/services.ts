@@ -8,6 +8,7 @@ import type { OutboundPolicy } from '../src/net/outbound';
 import type { SecretBox } from '../src/secrets';
 import type { DefaultGrouping } from '../src/db/entities/api-key';
 import type { BodyBytesInFlight } from './middleware/body-bytes-in-flight';
+import type { ActionEventHub } from './live/action-event-hub';
 
 /** Everything the API's handlers use, built once at start. */
 export interface ApiServices {
@@ -29,6 +30,8 @@ export interface ApiServices {
   secrets: SecretBox;
   /** The request-body bytes the process may hold at once (`MAX_BODY_BYTES_IN_FLIGHT`), shared by every route. */
   bodyBytesInFlight: BodyBytesInFlight;
+  /** The process's one LISTEN connection for live progress, shared by every event stream (closed at shutdown). */
+  liveEvents: ActionEventHub;
 }
 
 /** Who is calling: set by the auth middleware on `ctx.state.caller`. */

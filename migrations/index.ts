@@ -12,6 +12,7 @@ import { HoldsReservedAtCommit1732300000011 } from './1732300000011-HoldsReserve
 import { RetentionIndexes1732300000012 } from './1732300000012-RetentionIndexes';
 import { CompletedActionsIndex1732300000013 } from './1732300000013-CompletedActionsIndex';
 import { ReconcilerIndexes1732300000014 } from './1732300000014-ReconcilerIndexes';
+import { ActionEvents1732300000015 } from './1732300000015-ActionEvents';
 import { OpenHoldsIndex1732300000016 } from './1732300000016-OpenHoldsIndex';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
@@ -26,5 +27,6 @@ export const migrations = [
   RetentionIndexes1732300000012,
   CompletedActionsIndex1732300000013,
   ReconcilerIndexes1732300000014,
+  ActionEvents1732300000015,
   OpenHoldsIndex1732300000016,
 ];

@@ -2,6 +2,7 @@
  * Process entry: `all` (API and worker in one process, the default of `npm start`), `api` or `worker`.
  * Provisions what is missing (database, migrations, the Temporal dev server), runs, and drains on SIGTERM.
  */
+import { ActionEventHub } from '../api/live/action-event-hub';
 import http from 'node:http';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
@@ -106,9 +107,11 @@ async function main(mode: Mode): Promise<void> {
   }
 
   let server: http.Server | undefined;
+  let liveEvents: ActionEventHub | undefined;
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
-    const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight) });
+    liveEvents = ActionEventHub.forDataSource(db);
+    const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight), liveEvents });
     server = createApiServer(config, app.callback());
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));
     // Helper calls left reserved by an API process that died mid-call: cancelled (not counted, a held spark released).
@@ -127,6 +130,7 @@ async function main(mode: Mode): Promise<void> {
     log.info('shutting down', { signal });
     const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
     server?.closeIdleConnections();
+    await liveEvents?.close(); // ends the event streams, which would keep the server open
     for (const w of workers) w.shutdown();
     await Promise.allSettled([closing, workerRun]);
     await metrics?.close();

@@ -20,6 +20,8 @@ import { MONEY_FIELDS, MONEY_PROPERTIES } from '../schemas/shared';
 import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import { ERRORS, generationKit } from './generate';
 import { idempotencyHeader } from '../idempotency';
+import { lastEventId, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
+import { actionEventStreamResponses } from '../live/event-schemas';
 
 export const V2_PREFIX = '/api/v2';
 
@@ -90,7 +92,7 @@ interface JobRow {
 
 
 export function jobRoutes(services: ApiServices): Route[] {
-  const { db, signer, providers } = services;
+  const { db, signer, providers, liveEvents } = services;
   const kit = generationKit(services);
 
   /** The 202 of a new job; its price is held as the answer commits (and a replay answers the same). */
@@ -189,6 +191,38 @@ export function jobRoutes(services: ApiServices): Route[] {
       responses: { 200: { description: 'The job', schema: jobSchema }, 404: { description: '`not_found`: unknown, malformed or another account\'s job id' } },
       async handle(ctx, { params }) {
         ctx.body = jobView(await ownJob(ctx, params.job_id));
+      },
+    },
+    {
+      method: 'get', path: '/jobs/{job_id}/events', operationId: 'streamJobEvents', tag: 'Jobs v2',
+      summary: 'Live progress of a job as Server-Sent Events, from the start or after `Last-Event-ID`; the final event ends the stream',
+      params: jobIdPath,
+      query: lastEventIdQuery,
+      headers: [{ name: 'Last-Event-ID', description: 'Resume after this event (sent by EventSource on reconnect)', schema: { type: 'string', pattern: '^[0-9]+$' } }],
+      responses: actionEventStreamResponses('v2'),
+      async handle(ctx, { params, query }) {
+        const job = await ownJob(ctx, params.job_id);
+        const after = lastEventId(ctx, query.last_event_id);
+        await streamActionEvents(ctx, { db, liveEvents }, job.action_id, after, async (event) => {
+          // The action's first event, written before its job row in the same transaction, is not the job's.
+          if (event.job_status === null) return null;
+          const status = event.job_status;
+          const final = TERMINAL_JOB_STATUSES.includes(status as JobStatus);
+          const ended = final ? (await preparedRow<JobRow>(db, JOB_WITH_ACTION, [job.id]))! : undefined;
+          const view = ended ? jobView(ended) : undefined;
+          return {
+            event: final ? status : 'progress',
+            final,
+            data: {
+              job_id: job.id, status, phase: event.phase, attempt: event.attempt, provider: event.provider,
+              percent: event.percent, at: event.created_at.toISOString(),
+              ...(view ? {
+                result_url: view.result?.result_url ?? null, result_url_expires_at: view.result?.result_url_expires_at ?? null,
+                error_code: view.error_code, error_message: view.error_message, retryable: view.retryable,
+              } : {}),
+            },
+          };
+        });
       },
     },
     {

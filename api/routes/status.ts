@@ -13,6 +13,8 @@ import { MONEY_FIELDS, MONEY_PROPERTIES, ref } from '../schemas/shared';
 import { moneyView } from '../representations';
 import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import type { ApiServices, Caller } from '../services';
+import { lastEventId, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
+import { actionEventStreamResponses } from '../live/event-schemas';
 
 /** What a status poll shows of an action, by its primary key: only the columns the answer needs. */
 const ACTION_STATUS = prepared('action_status',
@@ -28,7 +30,7 @@ interface ActionStatusRow {
 
 const DATE = { type: 'string', maxLength: 10, format: 'date', pattern: '^[12][0-9]{3}-', description: 'YYYY-MM-DD (UTC), years 1000-2999' };
 
-export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
+export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices): Route[] {
   /** The signed URL of a completed action's result, fresh on every call. */
   const resultUrl = (action: Pick<Action, 'status' | 'assetPath'>) => {
     const signed = action.status === 'completed' && action.assetPath ? signer.url(action.assetPath) : undefined;
@@ -61,6 +63,33 @@ export function statusRoutes({ db, signer, temporal }: ApiServices): Route[] {
           completed_at: action.completed_at?.toISOString() ?? null,
           ...moneyView(action.price, action),
         };
+      },
+    },
+    {
+      method: 'get', path: '/status/{action_id}/events', operationId: 'streamActionEvents', tag: 'Status and results',
+      summary: 'Live progress of an action as Server-Sent Events, from the start or after `Last-Event-ID`; the final event ends the stream',
+      params: actionIdPath,
+      query: lastEventIdQuery,
+      headers: [{ name: 'Last-Event-ID', description: 'Resume after this event (sent by EventSource on reconnect)', schema: { type: 'string', pattern: '^[0-9]+$' } }],
+      responses: actionEventStreamResponses('v1'),
+      async handle(ctx, { params, query }) {
+        const row = await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [params.action_id]);
+        const action = assertOwn(row, row?.account_id, ctx.state.caller as Caller, `Action ${params.action_id}`);
+        const after = lastEventId(ctx, query.last_event_id);
+        await streamActionEvents(ctx, { db, liveEvents }, action.id, after, async (event) => {
+          const final = ['completed', 'failed', 'cancelled'].includes(event.action_status);
+          // The final event reads the action once more: its result (signed now) and its error.
+          const ended = final ? (await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [action.id]))! : undefined;
+          return {
+            event: final ? event.action_status : 'progress',
+            final,
+            data: {
+              action_id: action.id, status: event.action_status, phase: event.phase, attempt: event.attempt,
+              provider: event.provider, percent: event.percent, at: event.created_at.toISOString(),
+              ...(ended ? { ...resultUrl({ status: ended.status, assetPath: ended.asset_path }), error_message: ended.error_message } : {}),
+            },
+          };
+        });
       },
     },
     {

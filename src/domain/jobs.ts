@@ -54,15 +54,18 @@ export interface JobMove {
  * (cancelled by the API, or ended by an earlier run of the same step), which is then left as it is.
  */
 export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMove): Promise<boolean> {
+  // The action's row is locked first (the house order: action before job), as the event trigger of `jobs` locks it
+  // too (migration ActionEvents): taken after the job's row, it could deadlock with a cancel that holds the action.
   const moved = await sqlRow(m,
-    `UPDATE jobs SET status = $2, phase = $3,
+    `WITH action_locked AS (SELECT 1 FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE)
+     UPDATE jobs SET status = $2, phase = $3,
             attempts = attempts + CASE WHEN $4 THEN 1 ELSE 0 END,
             next_attempt_at = CASE WHEN $5::int IS NULL THEN NULL ELSE now() + make_interval(secs => $5::int / 1000.0) END,
             retryable = COALESCE($6, retryable), error_code = $7, error_message = $8,
             started_at = COALESCE(started_at, CASE WHEN $2 IN ('claimed', 'running') THEN now() END),
             completed_at = CASE WHEN $2 IN ('succeeded', 'failed', 'dead_letter', 'cancelled') THEN now() ELSE completed_at END,
             updated_at = now()
-      WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
+      WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled') AND EXISTS (SELECT 1 FROM action_locked)
       RETURNING id, type`,
     [jobId, move.status, move.phase, move.attempt ?? false, move.nextAttemptInMs ?? null, move.retryable ?? null,
       move.errorCode ?? null, move.errorMessage ?? null]);

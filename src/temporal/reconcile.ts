@@ -214,14 +214,16 @@ async function countMoved(rows: Owned[], what: string, step: (row: Owned) => Pro
 
 /** A job left live although its action ended (its workflow stopped in between): it ends as its action did. */
 async function finishJobAsItsAction(db: DataSource, jobId: string): Promise<boolean> {
+  // The action's row first (the house order: action before job), as the event trigger of `jobs` takes it at commit.
   const rows = await sqlRows(db.manager,
-    `UPDATE jobs j SET status = CASE a.status WHEN 'completed' THEN 'succeeded' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
+    `WITH action_locked AS (SELECT 1 FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE)
+     UPDATE jobs j SET status = CASE a.status WHEN 'completed' THEN 'succeeded' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
             phase = CASE a.status WHEN 'completed' THEN 'completed' ELSE 'failed' END,
             error_message = CASE a.status WHEN 'failed' THEN a.error_message ELSE j.error_message END,
             completed_at = now(), updated_at = now()
        FROM actions a
       WHERE j.id = $1 AND a.id = j.action_id AND a.status IN ('completed', 'failed', 'cancelled')
-        AND j.status IN ('queued', 'claimed', 'running', 'retry_scheduled')
+        AND j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND EXISTS (SELECT 1 FROM action_locked)
       RETURNING j.id`, [jobId]);
   return rows.length > 0;
 }

@@ -2,6 +2,7 @@
  * A whole service for one test suite: API over real HTTP on a free port, a worker on a unique task queue, real
  * Postgres and the shared dev server.
  */
+import { ActionEventHub } from '../../api/live/action-event-hub';
 import { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +58,8 @@ export interface StackOptions {
   webhookRetryInitialMs?: number;
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
+  /** Heartbeat interval of the live-progress streams (15 s in production). */
+  sseHeartbeatMs?: number;
   /** How long a funnel session waits for its next step (a day by default, seconds in the expiry test). */
   funnelIdleTimeoutSeconds?: number;
   /** A different outbound policy for the worker than for the API (to test the send-time address check). */
@@ -123,12 +126,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? defaults.maxBodyBytesInFlight),
+    liveEvents: ActionEventHub.forDataSource(db, options.sseHeartbeatMs),
   };
   server.on('request', createApp(services).callback());
 
   return {
     baseUrl, taskQueue, db, temporal, store, signer, worker, deps, services,
     async stop() {
+      await services.liveEvents.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (worker) {
