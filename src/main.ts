@@ -130,8 +130,9 @@ async function main(mode: Mode): Promise<void> {
     log.info('shutting down', { signal });
     const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
     server?.closeIdleConnections();
+    // The SDK drains its workers on SIGTERM and SIGINT itself; a worker it has not reached yet is asked here.
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     await liveEvents?.close(); // ends the event streams, which would keep the server open
-    for (const w of workers) w.shutdown();
     await Promise.allSettled([closing, workerRun]);
     await metrics?.close();
     await temporal.connection.close().catch(() => undefined);

@@ -1,12 +1,13 @@
 import { EntityManager } from 'typeorm';
 
 /**
- * Runs SQL and returns its rows. TypeORM's Postgres driver answers UPDATE and DELETE with `[rows, rowCount]`
- * and everything else with `rows`; this hides the difference so `RETURNING` reads the same everywhere.
+ * Runs SQL and returns its rows. TypeORM's Postgres driver answers UPDATE and DELETE (also behind a `WITH`) with
+ * `[rows, rowCount]` and everything else with `rows`; this hides the difference so `RETURNING` reads the same
+ * everywhere. Rows are objects, never arrays, so the shape tells which answer it is.
  */
 export async function sqlRows<T = Record<string, any>>(manager: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
   const raw = await manager.query(sql, params);
-  return /^\s*(UPDATE|DELETE)\b/i.test(sql) ? raw[0] : raw;
+  return Array.isArray(raw) && raw.length === 2 && Array.isArray(raw[0]) && typeof raw[1] === 'number' ? raw[0] : raw;
 }
 
 export async function sqlRow<T = Record<string, any>>(manager: EntityManager, sql: string, params: unknown[] = []): Promise<T | undefined> {
