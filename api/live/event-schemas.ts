@@ -28,6 +28,7 @@ export function actionEventStreamResponses(version: 'v1' | 'v2'): Record<number,
       },
     },
   };
+  answers[204] = { description: '`Last-Event-ID` is the final event: nothing more will come (an EventSource stops reconnecting)' };
   if (version === 'v2') answers[404] = { description: '`not_found`: unknown, malformed or another account\'s job id' };
   return answers;
 }

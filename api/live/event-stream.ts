@@ -27,6 +27,10 @@ const EVENTS_AFTER = prepared('action_events_after', `
   SELECT seq, action_status, job_status, phase, attempt, provider, percent, created_at
     FROM action_events WHERE action_id = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE}`);
 
+const EVENT_AT = prepared('action_event_at', `
+  SELECT seq, action_status, job_status, phase, attempt, provider, percent, created_at
+    FROM action_events WHERE action_id = $1 AND seq = $2`);
+
 /** What one event of the log is on the wire: its name, its JSON data, and whether it ends the stream; null: not for this stream. */
 export type RenderEvent = (row: ActionEventRow) => Promise<{ event: string; data: Record<string, unknown>; final: boolean } | null>;
 
@@ -111,6 +115,15 @@ export async function streamActionEvents(
     res.once('finish', () => res.socket?.end());
     finish();
   };
+  // A client that has seen the final event (an EventSource reconnects after the server ended its stream) gets 204,
+  // which tells it to stop reconnecting, instead of a stream that would never send anything again.
+  if (after > 0) {
+    const [seen] = await preparedRows<ActionEventRow>(db, EVENT_AT, [actionId, after]);
+    if (seen && (await render(seen))?.final) {
+      ctx.status = 204;
+      return;
+    }
+  }
   // Until the process listens, a failure is an ordinary error answer; from here on the answer is written here.
   unsubscribe = await liveEvents.subscribe(actionId, { wake: () => void pump(), end: shutDown });
   ctx.respond = false;

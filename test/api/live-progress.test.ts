@@ -71,6 +71,10 @@ describe('live progress (Server-Sent Events)', function () {
       // A stream opened after the end replays the same log and closes at once.
       const late = await openSse(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` });
       assert.deepEqual((await assertWhole(late, 'completed')).map((e) => e.id), events.map((e) => e.id));
+      // An EventSource reconnecting after the final event (its Last-Event-ID) gets 204: it stops reconnecting.
+      const reconnect = await fetch(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, { headers: { Authorization: `Bearer ${apiKey}`, 'Last-Event-ID': events.at(-1)!.id } });
+      assert.equal(reconnect.status, 204);
+      assert.equal(await reconnect.text(), '');
     });
 
     it('resumes after a dropped connection with Last-Event-ID (header or query), without losing or repeating an event', async () => {
