@@ -44,6 +44,11 @@ export function lastEventId(ctx: Context, fromQuery: unknown): number {
   return Number(sent);
 }
 
+/** The `Last-Event-ID` header, for the route's description. */
+export const lastEventIdHeaders = [
+  { name: 'Last-Event-ID', description: 'Resume after this event (sent by EventSource on reconnect)', schema: { type: 'string', pattern: '^[0-9]+$' } },
+];
+
 /** The query parameter of `lastEventId`, for the route's query schema. */
 export const lastEventIdQuery = {
   type: 'object',

@@ -20,7 +20,7 @@ import { MONEY_FIELDS, MONEY_PROPERTIES } from '../schemas/shared';
 import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import { ERRORS, generationKit } from './generate';
 import { idempotencyHeader } from '../idempotency';
-import { lastEventId, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
+import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
 import { actionEventStreamResponses } from '../live/event-schemas';
 
 export const V2_PREFIX = '/api/v2';
@@ -198,7 +198,7 @@ export function jobRoutes(services: ApiServices): Route[] {
       summary: 'Live progress of a job as Server-Sent Events, from the start or after `Last-Event-ID`; the final event ends the stream',
       params: jobIdPath,
       query: lastEventIdQuery,
-      headers: [{ name: 'Last-Event-ID', description: 'Resume after this event (sent by EventSource on reconnect)', schema: { type: 'string', pattern: '^[0-9]+$' } }],
+      headers: lastEventIdHeaders,
       responses: actionEventStreamResponses('v2'),
       async handle(ctx, { params, query }) {
         const job = await ownJob(ctx, params.job_id);

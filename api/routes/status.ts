@@ -13,7 +13,7 @@ import { MONEY_FIELDS, MONEY_PROPERTIES, ref } from '../schemas/shared';
 import { moneyView } from '../representations';
 import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import type { ApiServices, Caller } from '../services';
-import { lastEventId, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
+import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
 import { actionEventStreamResponses } from '../live/event-schemas';
 
 /** What a status poll shows of an action, by its primary key: only the columns the answer needs. */
@@ -70,7 +70,7 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
       summary: 'Live progress of an action as Server-Sent Events, from the start or after `Last-Event-ID`; the final event ends the stream',
       params: actionIdPath,
       query: lastEventIdQuery,
-      headers: [{ name: 'Last-Event-ID', description: 'Resume after this event (sent by EventSource on reconnect)', schema: { type: 'string', pattern: '^[0-9]+$' } }],
+      headers: lastEventIdHeaders,
       responses: actionEventStreamResponses('v1'),
       async handle(ctx, { params, query }) {
         const row = await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [params.action_id]);
