@@ -65,8 +65,10 @@ function operation(route: Route, group: RouteGroup) {
       responses['403'] ??= errorResponse('The resource belongs to another account');
       responses['404'] ??= errorResponse('Not found');
     }
+    const rateLimited = 'Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at)';
+    const tooMany = route.responses[429]?.description;
     responses['429'] = {
-      ...errorResponse('Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at)'),
+      ...errorResponse(tooMany ? `${rateLimited}; or ${tooMany}` : rateLimited),
       headers: { ...RATE_LIMIT_HEADERS, 'Retry-After': { description: 'Seconds until the window resets', schema: { type: 'integer' } } },
     };
   }

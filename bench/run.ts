@@ -19,6 +19,7 @@ import { startTemporalServer, TEMPORAL_PORT_BASE_RANGE, TEMPORAL_SERVER_VERSION 
 import { measureHttpFloors, measureWorkflowFloors } from './floors';
 import type { Figures } from './measured';
 import { stopAll, track } from './processes';
+import { measureIdleStreams } from './live-streams';
 import { measureProviderCost } from './provider-cost';
 import { Backend, backendReport, BackendReport, backendTable, renderMarkdown, Report, row } from './report';
 import { measureAccept, measureService, photoBody, ServiceContext, serviceEnv } from './service';
@@ -124,7 +125,7 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
     await phase(`${backend}: start the Temporal backend and the databases`, notes, async () => {
       [temporal] = await Promise.all([startBackend(backend, backendDir), resetDatabase(databaseUrlOfService)]); // new and migrated
     });
-    if (!temporal) return backendReport(backend, figures, settings.inFlightSteps, notes);
+    if (!temporal) return backendReport(backend, figures, settings, notes);
     const db = await openDatabase(databaseUrlOfService, { migrate: false, poolSize: 4 });
     const stopDb = track('bench database pool', () => db.destroy());
     try {
@@ -146,6 +147,7 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
       });
       await phase(`${backend}: POST /generate/photo, API process alone`, notes, () => measureAccept(ctx, 'api', figures));
       await phase(`${backend}: POST /generate/photo, all mode`, notes, () => measureAccept(ctx, 'all', figures));
+      await phase(`${backend}: ${settings.idleStreams} idle live-progress streams`, notes, () => measureIdleStreams(ctx, figures));
     } finally {
       await stopDb();
     }
@@ -155,7 +157,7 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
   notes.push(backend === 'dev'
     ? 'The dev server keeps its state in a SQLite file (as `npm start` runs it).'
     : `The Temporal server ${TEMPORAL_SERVER_VERSION} on Postgres (\`${TEMPORAL_DB}\`), 4 history shards, the project's deploy/temporal config.`);
-  return backendReport(backend, figures, settings.inFlightSteps, notes);
+  return backendReport(backend, figures, settings, notes);
 }
 
 function versions(): Record<string, string> {
@@ -232,6 +234,7 @@ async function main(): Promise<void> {
       'Jobs are v1 photo actions (`POST /generate/photo`, 1K, product name and category sent, so no analysis); "finished" means the action is terminal in Postgres. The zero-cost render mode (`LOCAL_RENDERER_COST=zero`) returns a precomputed 64x64 JPEG, so the orchestration is measured without the provider.',
       'Jobs per second and the one-activity floor are timed from the first enqueue to the last completion with the worker already running (N enqueued 10 at a time for the service, 50 at a time for the floor).',
       'Webhook deliveries per second: all deliveries of N completed jobs redelivered at once (POST .../redeliver, 10 at a time), timed until the receiver has them all; each is one delivery workflow.',
+      'Idle live-progress streams: an API process alone (no worker: every action stays pending, its stream idle after its first event), one stream per action, 100 per API key (the default limit); RSS read from /proc after the process served as many ordinary requests and settled, and again with every stream open.',
       'Memory: a worker serving only the main queue (`WORKER_QUEUES=main`) holds the workflows at their render step (the provider queue is not served); RSS read from /proc, per workflow = (RSS - idle RSS) / workflows.',
       ...notes,
     ],

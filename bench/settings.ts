@@ -21,14 +21,16 @@ export interface BenchSettings {
   inFlightSteps: number[];
   /** Repetitions of each provider-cost render. */
   providerRepeats: number;
+  /** Idle live-progress streams held open on one API process for its memory figure. */
+  idleStreams: number;
 }
 
 export function settingsFor(mode: BenchMode): BenchSettings {
   if (mode === 'full') {
-    return { mode, repeats: 3, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3 };
+    return { mode, repeats: 3, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000 };
   }
   if (mode === 'quick') {
-    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, floorBatch: 60, jobBatch: 20, webhookBatch: 10, inFlightSteps: [1, 10, 100], providerRepeats: 1 };
+    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, floorBatch: 60, jobBatch: 20, webhookBatch: 10, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000 };
   }
-  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, floorBatch: 10, jobBatch: 5, webhookBatch: 2, inFlightSteps: [1], providerRepeats: 1 };
+  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, floorBatch: 10, jobBatch: 5, webhookBatch: 2, inFlightSteps: [1], providerRepeats: 1, idleStreams: 20 };
 }

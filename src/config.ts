@@ -106,6 +106,39 @@ export interface Config {
   metricsHost: string;
   /** Loopback port of the Temporal SDK's own exporter in worker processes, merged into /metrics (METRICS_PORT + 1 by default). */
   temporalMetricsPort: number | undefined;
+  /** Live-progress streams (Server-Sent Events) of one API process. */
+  liveStreams: LiveStreamLimits;
+}
+
+/** What one API process allows its live-progress streams (`LIVE_*` variables; see api/live/). */
+export interface LiveStreamLimits {
+  /** A heartbeat comment on an idle stream this often, under the usual proxies' 60 s idle cut. */
+  heartbeatSeconds: number;
+  /** Streams one API key may hold open in one process; past it, 429 `too_many_streams`. */
+  perKey: number;
+  /** Streams one process holds open, all keys together; past it, 503 with Retry-After. */
+  perProcess: number;
+  /** A stream is ended after this long (the client resumes with Last-Event-ID), so none is held for ever. */
+  maxSeconds: number;
+}
+
+/** The defaults of `LiveStreamLimits` (also the test stacks'). */
+export const DEFAULT_LIVE_STREAM_LIMITS: LiveStreamLimits = { heartbeatSeconds: 15, perKey: 100, perProcess: 10_000, maxSeconds: 3600 };
+
+function liveStreamLimits(): LiveStreamLimits {
+  const d = DEFAULT_LIVE_STREAM_LIMITS;
+  const limits = {
+    heartbeatSeconds: num('LIVE_HEARTBEAT_SECONDS', d.heartbeatSeconds),
+    perKey: int('LIVE_STREAMS_PER_KEY', d.perKey),
+    perProcess: int('LIVE_STREAMS_PER_PROCESS', d.perProcess),
+    maxSeconds: num('LIVE_STREAM_MAX_SECONDS', d.maxSeconds),
+  };
+  if (limits.heartbeatSeconds < 0.01) throw new Error(`LIVE_HEARTBEAT_SECONDS must be at least 0.01 (seconds), got ${limits.heartbeatSeconds}`);
+  for (const [name, value] of [['LIVE_STREAMS_PER_KEY', limits.perKey], ['LIVE_STREAMS_PER_PROCESS', limits.perProcess]] as const) {
+    if (value < 1) throw new Error(`${name} must be at least 1, got ${value}`);
+  }
+  if (limits.maxSeconds < 0.01) throw new Error(`LIVE_STREAM_MAX_SECONDS must be at least 0.01 (seconds), got ${limits.maxSeconds}`);
+  return limits;
 }
 
 /** A non-negative number, fractions allowed (intervals in seconds). */
@@ -287,6 +320,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     otlpEndpoint: otlpEndpoint(),
     otelServiceName: str('OTEL_SERVICE_NAME') ?? 'product-imagery',
     ...metricsSettings(port),
+    liveStreams: liveStreamLimits(),
   };
   return { ...config, ...overrides };
 }

@@ -110,7 +110,7 @@ async function main(mode: Mode): Promise<void> {
   let liveEvents: ActionEventHub | undefined;
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
-    liveEvents = ActionEventHub.forDataSource(db);
+    liveEvents = ActionEventHub.forDataSource(db, config.liveStreams);
     const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight), liveEvents });
     server = createApiServer(config, app.callback());
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));

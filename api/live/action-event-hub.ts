@@ -1,22 +1,28 @@
 /**
  * One `LISTEN action_events` connection per API process, shared by every live-progress stream of the process. The
  * notification says only which action moved; each stream then reads the action's log (`action_events`) after the
- * last event it sent, so a missed or coalesced notification loses nothing. When the connection drops, every stream
- * is woken (it reads what it missed) and the connection is made again. The connection has the pool's settings
- * (TCP keepalive after 10 s), so a database that vanished is noticed without a query.
+ * last event it sent, so a missed or coalesced notification loses nothing. When the connection drops, it is made
+ * again (after 1 s, doubling to 30 s, with jitter) and every stream is woken to read what it missed, spread over up
+ * to 5 s so that ten thousand streams do not query at once. The connection has the pool's settings (TCP keepalive
+ * after 10 s), so a database that vanished is noticed without a query.
+ *
+ * The hub also keeps the process's stream limits (`LiveStreamLimits`): streams per API key, streams in all, and how
+ * long one stream lives.
  */
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { CONNECTION_SETTINGS } from '../../src/db/data-source';
+import { DEFAULT_LIVE_STREAM_LIMITS, type LiveStreamLimits } from '../../src/config';
 import { log } from '../../src/log';
+import { AppError, generationUnavailable } from '../errors';
 
 export const ACTION_EVENTS_CHANNEL = 'action_events';
 
-/**
- * 15 s: under the API's own idle deadline (`HTTP_IDLE_TIMEOUT_SECONDS`, 30 s) and the usual proxies' and load
- * balancers' 60 s, so an idle stream is never cut; and a dead client is noticed within two heartbeats.
- */
-export const HEARTBEAT_MS = 15_000;
+/** Retry-After of a process that holds as many streams as it may. */
+const STREAMS_BUSY_RETRY_AFTER_SECONDS = 5;
+/** After a reconnect, the streams' catch-up reads are spread over this long at most (1 ms per stream). */
+const MAX_WAKE_SPREAD_MS = 5_000;
+const RETRY_MS = { first: 1_000, max: 30_000 };
 
 /** What a stream asks of the hub: to be woken when its action may have new events, and to be ended at shutdown. */
 export interface EventSubscriber {
@@ -26,33 +32,64 @@ export interface EventSubscriber {
 
 export class ActionEventHub {
   private readonly subscribers = new Map<number, Set<EventSubscriber>>();
+  /** Streams open (or being opened) per API key id. */
+  private readonly perKey = new Map<number, number>();
+  private open = 0;
   private client: Client | undefined;
   private connecting: Promise<void> | undefined;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  private retryMs = RETRY_MS.first;
 
-  /** `heartbeatMs`: how often each stream sends its heartbeat comment (`HEARTBEAT_MS`; tests shorten it). */
-  constructor(private readonly connectionString: string, readonly heartbeatMs = HEARTBEAT_MS) {}
+  constructor(private readonly connectionString: string, readonly limits: LiveStreamLimits = DEFAULT_LIVE_STREAM_LIMITS) {}
 
-  static forDataSource(db: DataSource, heartbeatMs?: number): ActionEventHub {
-    return new ActionEventHub((db.options as { url: string }).url, heartbeatMs);
+  static forDataSource(db: DataSource, limits?: LiveStreamLimits): ActionEventHub {
+    return new ActionEventHub((db.options as { url: string }).url, limits);
   }
 
   /** Streams open in this process. */
   get size(): number {
-    let n = 0;
-    for (const set of this.subscribers.values()) n += set.size;
-    return n;
+    return this.open;
   }
 
-  /** Registers `subscriber` for `actionId` once the process listens (so nothing committed after this is missed). */
-  async subscribe(actionId: number, subscriber: EventSubscriber): Promise<() => void> {
+  /**
+   * Registers `subscriber` for `actionId` once the process listens (so nothing committed after this is missed), as
+   * one of `keyId`'s streams. Refused, before anything is held: 429 `too_many_streams` when the key holds
+   * `limits.perKey` streams in this process, 503 when the process holds `limits.perProcess`.
+   */
+  async subscribe(actionId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
     if (this.closed) throw new Error('the live-progress hub is closed');
-    await this.listening();
+    const ofKey = this.perKey.get(keyId) ?? 0;
+    if (ofKey >= this.limits.perKey) {
+      throw new AppError(429, 'too_many_streams', `This API key holds ${ofKey} live-progress streams open, the most one key may; close one first`,
+        { limit: this.limits.perKey }, { 'Retry-After': String(STREAMS_BUSY_RETRY_AFTER_SECONDS) });
+    }
+    if (this.open >= this.limits.perProcess) {
+      throw generationUnavailable('The server holds as many live-progress streams as it can; try again shortly, or poll', STREAMS_BUSY_RETRY_AFTER_SECONDS);
+    }
+    // Counted before waiting for the LISTEN connection, so that streams opened together cannot pass the limits.
+    this.perKey.set(keyId, ofKey + 1);
+    this.open++;
+    let counted = true;
+    const uncount = () => {
+      if (!counted) return;
+      counted = false;
+      this.open--;
+      const left = (this.perKey.get(keyId) ?? 1) - 1;
+      if (left === 0) this.perKey.delete(keyId);
+      else this.perKey.set(keyId, left);
+    };
+    try {
+      await this.listening();
+    } catch (err) {
+      uncount();
+      throw err;
+    }
     let set = this.subscribers.get(actionId);
     if (!set) this.subscribers.set(actionId, (set = new Set()));
     set.add(subscriber);
     return () => {
+      uncount();
       const current = this.subscribers.get(actionId);
       current?.delete(subscriber);
       if (current?.size === 0) this.subscribers.delete(actionId);
@@ -84,13 +121,16 @@ export class ActionEventHub {
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('connection ended')));
-    await client.connect();
-    await client.query(`LISTEN ${ACTION_EVENTS_CHANNEL}`);
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      throw new Error('the live-progress hub is closed');
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${ACTION_EVENTS_CHANNEL}`);
+      if (this.closed) throw new Error('the live-progress hub is closed');
+    } catch (err) {
+      await client.end().catch(() => undefined); // a client that connected but could not listen is not kept open
+      throw err;
     }
     this.client = client;
+    this.retryMs = RETRY_MS.first;
   }
 
   private lost(client: Client, err: Error): void {
@@ -101,10 +141,24 @@ export class ActionEventHub {
     const again = () => {
       if (this.closed) return;
       this.listening().then(
-        () => { for (const set of this.subscribers.values()) for (const s of set) s.wake(); }, // what was missed meanwhile
-        () => { this.retryTimer = setTimeout(again, 1000); this.retryTimer.unref(); },
+        () => this.wakeAll(), // what was missed meanwhile
+        (failure: Error) => {
+          const delay = this.retryMs * (0.5 + Math.random() / 2);
+          this.retryMs = Math.min(this.retryMs * 2, RETRY_MS.max);
+          log.warn('listening for live progress failed; trying again', { error: failure.message, retryInMs: Math.round(delay) });
+          this.retryTimer = setTimeout(again, delay);
+          this.retryTimer.unref();
+        },
       );
     };
     again();
+  }
+
+  /** Wakes every stream, spread over up to MAX_WAKE_SPREAD_MS (1 ms per stream) so that their reads do not all come at once. */
+  private wakeAll(): void {
+    const spreadMs = Math.min(MAX_WAKE_SPREAD_MS, this.open);
+    for (const set of this.subscribers.values()) {
+      for (const s of set) setTimeout(() => { if (!this.closed) s.wake(); }, Math.random() * spreadMs).unref();
+    }
   }
 }

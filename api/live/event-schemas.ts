@@ -15,7 +15,8 @@ export function actionEventStreamResponses(version: 'v1' | 'v2'): Record<number,
     '`provider`, `percent` (null when the provider reports none) and `at`. Changes before the end are named `progress`; the final one',
     `is named after the final status (${finals}), carries \`result_url\` and \`result_url_expires_at\` (signed now; null unless it`,
     `succeeded) and \`error_message\`${version === 'v2' ? ', `error_code` and `retryable`' : ''}, and ends the stream. A comment line (\`: heartbeat\`) is sent`,
-    'every 15 s. A client that leaves 64 KiB unread is disconnected and resumes with `Last-Event-ID`.',
+    'every 15 s (`LIVE_HEARTBEAT_SECONDS`). A client that leaves 64 KiB unread is disconnected, and a stream open for an hour',
+    '(`LIVE_STREAM_MAX_SECONDS`) is ended without a final event: either way the client resumes with `Last-Event-ID`.',
   ].join(' ');
   const answers: Record<number, RouteResponse> = {
     200: {
@@ -29,6 +30,11 @@ export function actionEventStreamResponses(version: 'v1' | 'v2'): Record<number,
     },
   };
   answers[204] = { description: '`Last-Event-ID` is the final event: nothing more will come (an EventSource stops reconnecting)' };
+  answers[429] = {
+    description: '`too_many_streams`: this API key holds `LIVE_STREAMS_PER_KEY` streams open in this API process (`details.limit`; '
+      + '`Retry-After`)',
+  };
+  answers[503] = { description: '`generation_unavailable`: the API process holds `LIVE_STREAMS_PER_PROCESS` streams (`Retry-After`); poll, or try again' };
   if (version === 'v2') answers[404] = { description: '`not_found`: unknown, malformed or another account\'s job id' };
   return answers;
 }

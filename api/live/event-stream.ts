@@ -2,7 +2,9 @@
  * A Server-Sent Events answer over an action's event log (`action_events`): every event after the one the client
  * last saw (`Last-Event-ID`, or `last_event_id` in the query for clients that cannot set headers), in order, each
  * with its `id:` (the event's sequence number within the action), then live ones as the shared LISTEN connection
- * announces them; a heartbeat comment every `HEARTBEAT_MS` (15 s); the final event ends the answer.
+ * announces them; a heartbeat comment every `LIVE_HEARTBEAT_SECONDS` (15 s); the final event ends the answer. A
+ * stream still open after `LIVE_STREAM_MAX_SECONDS` (an hour) is ended without one: the client reconnects with its
+ * Last-Event-ID, as after any drop, so that no stream (and no count against its key's limit) is held for ever.
  *
  * Per stream the process keeps one closure, one timer and the socket: no buffer of its own. What the socket has
  * not taken is bounded: past `MAX_UNSENT_BYTES` the stream is ended, and the client resumes from its last id.
@@ -11,6 +13,7 @@ import type { Context } from 'koa';
 import type { DataSource } from 'typeorm';
 import { prepared, preparedRows } from '../../src/db/prepared';
 import { ValidationFailed } from '../errors';
+import type { Caller } from '../services';
 import type { ActionEventHub } from './action-event-hub';
 
 /** What a client may leave unread before its stream is ended (it resumes with Last-Event-ID). */
@@ -57,6 +60,7 @@ export const lastEventIdQuery = {
   },
 };
 
+/** The stream of `actionId`'s events after `after`, for the caller of `ctx` (whose key's stream count it takes). */
 export async function streamActionEvents(
   ctx: Context, services: { db: DataSource; liveEvents: ActionEventHub }, actionId: number, after: number, render: RenderEvent,
 ): Promise<void> {
@@ -68,11 +72,13 @@ export async function streamActionEvents(
   let again = false;
   let unsubscribe: (() => void) | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
+  let lifetime: NodeJS.Timeout | undefined;
 
   const finish = () => {
     if (done) return;
     done = true;
     clearInterval(heartbeat);
+    clearTimeout(lifetime);
     unsubscribe?.();
     if (!res.writableEnded) res.end();
   };
@@ -85,6 +91,7 @@ export async function streamActionEvents(
     }
   };
   const pump = async (): Promise<void> => {
+    if (done) return;
     if (reading) { again = true; return; }
     reading = true;
     try {
@@ -130,7 +137,8 @@ export async function streamActionEvents(
     }
   }
   // Until the process listens, a failure is an ordinary error answer; from here on the answer is written here.
-  unsubscribe = await liveEvents.subscribe(actionId, { wake: () => void pump(), end: shutDown });
+  const { keyId } = ctx.state.caller as Caller;
+  unsubscribe = await liveEvents.subscribe(actionId, keyId, { wake: () => void pump(), end: shutDown });
   ctx.respond = false;
   if (done) { unsubscribe(); return; } // the client left meanwhile
   res.writeHead(200, {
@@ -140,7 +148,10 @@ export async function streamActionEvents(
   });
   res.socket?.setNoDelay(true);
   send('retry: 3000\n\n');
-  heartbeat = setInterval(() => send(': heartbeat\n\n'), liveEvents.heartbeatMs);
+  const { heartbeatSeconds, maxSeconds } = liveEvents.limits;
+  heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatSeconds * 1000);
   heartbeat.unref();
+  lifetime = setTimeout(() => { send(': stream lifetime reached, reconnect with Last-Event-ID\n\n'); finish(); }, maxSeconds * 1000);
+  lifetime.unref();
   await pump();
 }

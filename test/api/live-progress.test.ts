@@ -40,7 +40,7 @@ describe('live progress (Server-Sent Events)', function () {
 
   describe('a photo, start to end', () => {
     let stack: Stack;
-    before(async () => { stack = await startStack({ provider: new LocalRenderer({ delayMs: 1500 }), sseHeartbeatMs: 200 }); });
+    before(async () => { stack = await startStack({ provider: new LocalRenderer({ delayMs: 1500 }), liveStreams: { heartbeatSeconds: 0.2 } }); });
     after(() => stack.stop());
 
     it('v1: every transition of the action in order, live, heartbeats, the result URL at the end, then the stream closes', async () => {
@@ -278,6 +278,67 @@ describe('live progress (Server-Sent Events)', function () {
       assert.deepEqual(events.map((e) => e.data.percent).filter((p) => p !== null), [30, 80, 100]);
       assert.equal(events.at(-1)!.data.provider, 'runway');
       assert.equal((await stack.db.query('SELECT progress FROM actions WHERE id = $1', [action.action_id]))[0].progress, 80, 'the last percent Runway reported');
+    });
+  });
+
+  describe('limits', () => {
+    let stack: Stack;
+    before(async () => { stack = await startStack({ withWorker: false, liveStreams: { perKey: 2, perProcess: 3 } }); });
+    after(() => stack.stop());
+
+    it('refuses a key past its open streams (429 too_many_streams) and the process past its own (503), and counts a closed stream out', async () => {
+      const photo = { images: [{ data: await jpegBase64() }] };
+      const [a, b] = await Promise.all([newAccount(stack.db, 20), newAccount(stack.db, 20)]);
+      const streamOf = async (apiKey: string) => {
+        const action = (await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/generate/photo`, photo)).body; // no worker: it stays pending
+        return openSse(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      };
+      const held = [await streamOf(a.apiKey), await streamOf(a.apiKey)];
+      assert.deepEqual(held.map((s) => s.status), [200, 200]);
+      const third = await streamOf(a.apiKey);
+      assert.equal(third.status, 429);
+      assert.equal(third.headers['retry-after'], '5');
+      const refused = JSON.parse(third.text).detail;
+      assert.equal(refused.error, 'too_many_streams');
+      assert.deepEqual(refused.details, { limit: 2 });
+
+      const other = await streamOf(b.apiKey); // another key: its own count, and the process's third stream
+      assert.equal(other.status, 200);
+      const full = await streamOf(b.apiKey);
+      assert.equal(full.status, 503);
+      assert.equal(JSON.parse(full.text).detail.error, 'generation_unavailable');
+      assert.equal(full.headers['retry-after'], '5');
+      assert.equal(stack.services.liveEvents.size, 3);
+
+      held[0].drop();
+      await eventually(async () => stack.services.liveEvents.size, (n) => n === 2);
+      const again = await streamOf(a.apiKey);
+      assert.equal(again.status, 200, 'the key\'s closed stream no longer counts');
+      for (const s of [held[1], other, again]) s.drop();
+      await eventually(async () => stack.services.liveEvents.size, (n) => n === 0);
+    });
+  });
+
+  describe('a stream open past LIVE_STREAM_MAX_SECONDS', () => {
+    let stack: Stack;
+    before(async () => { stack = await startStack({ withWorker: false, liveStreams: { maxSeconds: 0.5 } }); });
+    after(() => stack.stop());
+
+    it('is ended without a final event; the client resumes with Last-Event-ID and misses nothing', async () => {
+      const { apiKey } = await newAccount(stack.db, 20);
+      const auth = { Authorization: `Bearer ${apiKey}` };
+      const action = (await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+      const first = await openSse(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, auth);
+      await first.ended;
+      assert.deepEqual(first.events.map((e) => [e.id, e.event, e.data.status]), [['1', 'progress', 'pending']]);
+      assert.ok(first.comments.some((c) => c.includes('reconnect with Last-Event-ID')), JSON.stringify(first.comments));
+      await eventually(async () => stack.services.liveEvents.size, (n) => n === 0);
+
+      // Cancelled while no stream was open: the resumed stream reads it from the log.
+      assert.equal((await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/cancel/${action.action_id}`)).body.status, 'cancelled');
+      const resumed = await openSse(`${stack.baseUrl}${V1}/status/${action.action_id}/events`, { ...auth, 'Last-Event-ID': '1' });
+      assert.equal(resumed.status, 200);
+      assert.deepEqual((await assertWhole(resumed, 'cancelled')).map((e) => [e.id, e.data.status]), [['2', 'cancelled']]);
     });
   });
 

@@ -1,7 +1,7 @@
 /**
  * The benchmark keeps starting: a tiny slice of `npm run bench` against the suite's own dev server and database
- * (the HTTP floors, the workflow floors, and POST /generate/photo on a real API process, a second each), and the
- * report's shape.
+ * (the HTTP floors, the workflow floors, POST /generate/photo on a real API process, a second each, and 20 idle
+ * live-progress streams), and the report's shape.
  */
 import assert from 'node:assert/strict';
 import os from 'node:os';
@@ -11,6 +11,7 @@ import { measureHttpFloors, measureWorkflowFloors } from '../../bench/floors';
 import type { Figures } from '../../bench/measured';
 import { stopAll } from '../../bench/processes';
 import { backendReport, renderMarkdown, Report } from '../../bench/report';
+import { measureIdleStreams } from '../../bench/live-streams';
 import { measureAccept, photoBody, ServiceContext, serviceEnv } from '../../bench/service';
 import { settingsFor } from '../../bench/settings';
 import { newAccount, placeAction } from '../support/fixtures';
@@ -39,8 +40,9 @@ describe('benchmark harness (smoke)', function () {
         env: serviceEnv(dataDir),
       };
       await measureAccept(ctx, 'api', figures);
+      await measureIdleStreams(ctx, figures);
 
-      const report = backendReport('dev', figures, settings.inFlightSteps, []);
+      const report = backendReport('dev', figures, settings, []);
       const byKey = (key: string) => report.rows.find((r) => r.key === key)!;
       for (const key of ['floor.const', 'floor.select', 'floor.starts', 'floor.e2e', 'floor.batch', 'svc.post_api']) {
         assert.ok(byKey(key).service && byKey(key).service!.median > 0, `${key} measured`);
@@ -50,7 +52,10 @@ describe('benchmark harness (smoke)', function () {
       assert.ok(accepted.ratio! > 0);
       assert.equal(byKey('svc.status').service, null, 'what was not measured says so');
       assert.equal(byKey('svc.status').note, 'not measured in this run');
-      assert.equal(report.targets.length, 9);
+      assert.equal(report.targets.length, 10);
+      const streams = report.targets.find((t) => t.figure.includes('idle live-progress'))!;
+      assert.equal(typeof streams.pass, 'boolean', 'the streams\' memory is measured and judged');
+      assert.match(streams.observed, /^[+-][\d.]+ MiB for 20 \(/);
       assert.ok(report.targets.every((t) => t.pass === null || typeof t.pass === 'boolean'));
 
       const full: Report = {
@@ -66,6 +71,7 @@ describe('benchmark harness (smoke)', function () {
       assert.match(markdown, /\| POST \/generate\/photo accepted, API process alone \| req\/s \| [\d.]+ \|/);
       assert.match(markdown, /not measured/);
       assert.match(markdown, /CPU milliseconds per completed operation/);
+      assert.match(markdown, /\| idle live-progress streams \| API process RSS MiB before/);
       assert.match(markdown, /## Analysis by hand/);
     } finally {
       await db.destroy();

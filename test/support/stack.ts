@@ -14,7 +14,7 @@ import { createApp } from '../../api/app';
 import { BodyBytesInFlight } from '../../api/middleware/body-bytes-in-flight';
 import type { ApiServices } from '../../api/services';
 import { openDatabase } from '../../src/db/data-source';
-import { type Config, loadConfig } from '../../src/config';
+import { type Config, DEFAULT_LIVE_STREAM_LIMITS, type LiveStreamLimits, loadConfig } from '../../src/config';
 import { createApiServer } from '../../api/server';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { allFrom, Providers } from '../../src/providers';
@@ -58,8 +58,8 @@ export interface StackOptions {
   webhookRetryInitialMs?: number;
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
-  /** Heartbeat interval of the live-progress streams (15 s in production). */
-  sseHeartbeatMs?: number;
+  /** Limits of the live-progress streams (DEFAULT_LIVE_STREAM_LIMITS where left out). */
+  liveStreams?: Partial<LiveStreamLimits>;
   /** How long a funnel session waits for its next step (a day by default, seconds in the expiry test). */
   funnelIdleTimeoutSeconds?: number;
   /** A different outbound policy for the worker than for the API (to test the send-time address check). */
@@ -126,7 +126,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? defaults.maxBodyBytesInFlight),
-    liveEvents: ActionEventHub.forDataSource(db, options.sseHeartbeatMs),
+    liveEvents: ActionEventHub.forDataSource(db, { ...DEFAULT_LIVE_STREAM_LIMITS, ...options.liveStreams }),
   };
   server.on('request', createApp(services).callback());
 
