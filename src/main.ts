@@ -22,7 +22,7 @@ import { loadSecret, SecretBox } from './secrets';
 import { ensureHousekeepingSchedule } from './temporal/housekeeping';
 import { connectClient } from './temporal/client';
 import { DevServer, startDevServer, temporalAnswers } from './temporal/dev-server';
-import { reconcile } from './temporal/reconcile';
+import { reconcileExclusively } from './temporal/reconcile';
 import { connectWorker, createProviderWorkers, createWorker, installRuntime, workerQueues } from './temporal/worker';
 import { registerDatabaseGauges } from './metrics/database-gauges';
 import { MetricsServer, startMetricsServer } from './metrics/server';
@@ -91,7 +91,7 @@ async function main(mode: Mode): Promise<void> {
     workerRun = Promise.all(workers.map((w) => w.run()));
     if (servesMain) {
       // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
-      const reconcilePass = () => void reconcile(db, temporal, {
+      const reconcilePass = () => void reconcileExclusively(db, temporal, {
         taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds, webhookRetryInitialMs: config.webhookRetryInitialMs,
       });
       reconcilePass();

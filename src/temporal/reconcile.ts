@@ -1,6 +1,7 @@
 /**
  * The reconciler: the read models against the workflows that own them, run by every worker process at start and
- * every minute. Safe to run anywhere, any number of times: every move it makes is conditional.
+ * every minute, one pass at a time in the deployment (`reconcileExclusively`: the others skip that minute). Safe to
+ * run anywhere, any number of times: every move it makes is conditional.
  *
  * - Starts in flight: an action is committed `starting`, then its workflow is started, then the API confirms. An
  *   API that died in between, or could not compensate a failed start, leaves it `starting`. Past a short grace,
@@ -15,7 +16,9 @@
  *   integrator may redeliver it); one whose workflow never started is started (see settleLostDeliveries).
  */
 import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
 import type { DataSource } from 'typeorm';
+import { CONNECTION_SETTINGS } from '../db/data-source';
 import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from '../domain/action-states';
 import { sqlRows } from '../db/sql';
 import { ACTION_TYPES } from '../db/entities/action';
@@ -243,6 +246,32 @@ async function startAnnouncement(client: Client, taskQueue: string, actionId: nu
 async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {
   await startAnnouncement(client, taskQueue, actionId, 'failed', 'closed by the reconciler')
     .catch((err) => log.warn('could not start the failure announcement; the next pass will', { actionId, error: String(err) }));
+}
+
+/** The advisory lock of the periodic pass (the migrations' is 7233001). */
+const RECONCILER_LOCK = 7233002;
+
+/**
+ * One pass (`reconcile`) unless another process's, or this one's previous, is still under way: with N worker
+ * processes the deployment makes one pass a minute, not N. The lock is held by a session of its own, ended after
+ * the pass (or with a process that dies mid-pass), so it can never stay behind in a pooled connection. Answers
+ * whether this call made the pass.
+ */
+export async function reconcileExclusively(db: DataSource, client: Client, config: ReconcileConfig): Promise<boolean> {
+  const session = new PgClient({ connectionString: (db.options as { url: string }).url, ...CONNECTION_SETTINGS, application_name: 'imagery-reconciler-lock' });
+  session.on('error', () => undefined); // a lost lock session ends the pass's claim; the next minute tries again
+  try {
+    await session.connect();
+    const { rows: [{ locked }] } = await session.query('SELECT pg_try_advisory_lock($1) AS locked', [RECONCILER_LOCK]);
+    if (!locked) return false;
+    await reconcile(db, client, config);
+    return true;
+  } catch (err) {
+    log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
+    return false;
+  } finally {
+    await session.end().catch(() => undefined); // gives the lock back
+  }
 }
 
 /** One pass of each; logs instead of throwing, so the timer keeps going. */

@@ -3,7 +3,7 @@ import { settleHold } from '../../src/domain/billing';
 import { abandonStart, closeAction, releaseAndClose } from '../../src/domain/action-states';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
-import { announceUnannouncedOutcomes, reconcileLostWorkflows, settleLostDeliveries, settleStarts } from '../../src/temporal/reconcile';
+import { announceUnannouncedOutcomes, reconcileExclusively, reconcileLostWorkflows, settleLostDeliveries, settleStarts } from '../../src/temporal/reconcile';
 import { completeRendered } from '../../activities/action-lifecycle';
 import { startActionWorkflow } from '../../src/temporal/start-action';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
@@ -74,6 +74,28 @@ describe('reconciler and honest cancels', function () {
     await reconcileNow(); // a second pass finds nothing more to do for it
     assert.equal((await actionRow(actionId)).status, 'failed');
     await assertMoneyConsistent(stack.db, accountId);
+  });
+
+  it('makes one pass at a time in the deployment: a pass while another holds the reconciler\'s lock is skipped, the next one works', async () => {
+    const { apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const actionId = await processingAction(call);
+    await terminate(actionWorkflowId(actionId));
+    const { Client } = await import('pg');
+    const { testEnvironment } = await import('../support/environment');
+    const peer = new Client({ connectionString: testEnvironment().databaseUrl });
+    await peer.connect();
+    try {
+      await peer.query('SELECT pg_advisory_lock(7233002)'); // another worker process mid-pass
+      assert.equal(await reconcileExclusively(stack.db, stack.temporal, passConfig()), false);
+      assert.equal((await actionRow(actionId)).status, 'processing', 'left to the pass under way');
+    } finally {
+      await peer.end(); // that process's pass ends (or the process dies): the lock goes with its session
+    }
+    assert.equal(await reconcileExclusively(stack.db, stack.temporal, passConfig()), true);
+    assert.equal((await actionRow(actionId)).status, 'failed');
+    const held = await stack.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 7233002`);
+    assert.equal(held[0].n, 0, 'the lock is given back after the pass');
   });
 
   it('sends the completion event of an action its render completed after an operator terminated its workflow, once', async () => {
