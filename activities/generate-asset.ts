@@ -5,11 +5,12 @@
 import { timedProviderCall } from '../src/metrics/registry';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { msToNumber } from '@temporalio/common/lib/time';
 import { Action } from '../src/db/entities';
 import type { ActionProduct } from '../src/db/entities/action';
 import type { ParamsByProduct } from '../src/domain/action-params';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
-import { FAILURE_TYPES } from '../src/temporal/contract';
+import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { databaseAway } from '../src/db/sql';
 import { JobMove, moveJobRecord } from '../src/domain/jobs';
 import type { ActionEnd } from '../src/domain/action-states';
@@ -33,12 +34,14 @@ async function heartbeating<T>(work: Promise<T>, details?: RenderProgress): Prom
 
 /**
  * Runs a short database step inside a provider activity until the database answers, heartbeating meanwhile (a
- * step waiting on a lock must not look like a dead worker), waiting 1 s, then twice as long each time up to 30 s,
- * as the bookkeeping steps' retry policy does. Other errors fail the attempt; a cancel request stops the waiting.
+ * step waiting on a lock must not look like a dead worker), waiting as the bookkeeping steps' retry policy does
+ * (`TIMEOUTS.bookkeepingRetry`: 1 s, then twice as long each time up to 30 s). Other errors fail the attempt; a
+ * cancel request stops the waiting.
  */
 async function untilDatabaseAnswers<T>(step: () => Promise<T>, details?: RenderProgress): Promise<T> {
   const ctx = Context.current();
-  for (let waitMs = 1000; ; waitMs = Math.min(waitMs * 2, 30_000)) {
+  const { initialInterval, maximumInterval } = TIMEOUTS.bookkeepingRetry;
+  for (let waitMs = msToNumber(initialInterval); ; waitMs = Math.min(waitMs * 2, msToNumber(maximumInterval))) {
     try {
       return await heartbeating(step(), details);
     } catch (err) {

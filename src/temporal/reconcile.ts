@@ -40,6 +40,7 @@ export interface ReconcileConfig {
 }
 
 interface Owned { action_id: number; status: string; job_id: string | null; job_status: string | null }
+const ownedIds = (row: Owned) => ({ actionId: row.action_id, jobId: row.job_id });
 
 const ownerOf = (row: Owned): string => (row.job_id ? jobWorkflowId(row.job_id) : actionWorkflowId(row.action_id));
 
@@ -50,7 +51,7 @@ export async function settleStarts(db: DataSource, client: Client, olderThanSeco
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
       WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => $1)
       ORDER BY a.id LIMIT 500`, [olderThanSeconds]);
-  return countMoved(rows, 'settling a start', async (row) => {
+  return countMoved(rows, 'settling a start', ownedIds, async (row) => {
     const started = row.status !== 'pending' || (await workflowState(client, ownerOf(row))).kind !== 'missing';
     if (started) {
       await confirmStart(db.manager, row.action_id);
@@ -74,7 +75,7 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
       WHERE j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND a.start_state = 'started'
         AND j.created_at < now() - make_interval(secs => $1)
       ORDER BY 1 LIMIT 500`, [config.graceSeconds]);
-  return countMoved(rows, 'reconciling a lost workflow', async (row) => {
+  return countMoved(rows, 'reconciling a lost workflow', ownedIds, async (row) => {
     const state = await workflowState(client, ownerOf(row));
     if (state.kind === 'running') return false;
     const message = lostWorkflowMessage(state);
@@ -117,7 +118,7 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
                  AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at))
         AND a.id > $3
       ORDER BY a.id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, EVENTS, after]), (row) => row.action_id, 0,
-  (rows) => countMoved(rows, 'announcing an outcome', async (row) => {
+  (rows) => countMoved(rows, 'announcing an outcome', ownedIds, async (row) => {
     // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
     // since is not sent events of earlier actions).
     const state = await workflowState(client, ownerOf(row));
@@ -144,17 +145,8 @@ export async function settleLostDeliveries(db: DataSource, client: Client, confi
         AND (created_at, id) > ($2, $3)
       ORDER BY created_at, id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, after.createdAt, after.id]),
   (row) => ({ createdAt: row.created_at, id: row.id }), { createdAt: new Date(0), id: '00000000-0000-0000-0000-000000000000' },
-  async (rows) => {
-    let moved = 0;
-    for (const delivery of rows) {
-      try {
-        if (await settleLostDelivery(db, client, config, delivery)) moved++;
-      } catch (err) {
-        log.error('reconciler: settling a delivery failed', { deliveryId: delivery.id, error: String(err) });
-      }
-    }
-    return moved;
-  });
+  (rows) => countMoved(rows, 'settling a delivery', (delivery) => ({ deliveryId: delivery.id }),
+    (delivery) => settleLostDelivery(db, client, config, delivery)));
 }
 
 async function settleLostDelivery(db: DataSource, client: Client, config: ReconcileConfig, delivery: PendingDelivery): Promise<boolean> {
@@ -203,13 +195,17 @@ async function inPages<T, K>(fetch: (after: K) => Promise<T[]>, keyOf: (row: T) 
 }
 
 /** Runs `step` for each row; one row's failure is logged and does not stop the others. Answers how many moved. */
-async function countMoved(rows: Owned[], what: string, step: (row: Owned) => Promise<boolean>): Promise<number> {
+/**
+ * Runs `step` on each row, one at a time; a row whose step throws is logged (with `idsOf` it) and left to the next
+ * pass. Answers how many rows the steps moved.
+ */
+async function countMoved<R>(rows: R[], what: string, idsOf: (row: R) => Record<string, unknown>, step: (row: R) => Promise<boolean>): Promise<number> {
   let moved = 0;
   for (const row of rows) {
     try {
       if (await step(row)) moved++;
     } catch (err) {
-      log.error(`reconciler: ${what} failed`, { actionId: row.action_id, jobId: row.job_id, error: String(err) });
+      log.error(`reconciler: ${what} failed`, { ...idsOf(row), error: String(err) });
     }
   }
   return moved;
