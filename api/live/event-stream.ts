@@ -100,16 +100,18 @@ export async function streamActionEvents(
         let rows: ActionEventRow[];
         do {
           rows = await preparedRows<ActionEventRow>(db, EVENTS_AFTER, [actionId, last]);
+          let page = ''; // one write per page of events, not one per event
+          let final = false;
           for (const row of rows) {
-            if (done) return;
             const rendered = await render(row);
             if (done) return;
             last = row.seq;
             if (!rendered) continue;
-            const { event, data, final } = rendered;
-            send(`id: ${row.seq}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-            if (final) { finish(); return; }
+            page += `id: ${row.seq}\nevent: ${rendered.event}\ndata: ${JSON.stringify(rendered.data)}\n\n`;
+            if ((final = rendered.final)) break;
           }
+          if (page) send(page);
+          if (final) { finish(); return; }
         } while (rows.length === PAGE && !done);
       } while (again && !done);
     } catch (err) {

@@ -319,6 +319,41 @@ describe('live progress (Server-Sent Events)', function () {
     });
   });
 
+  describe('a client that does not read', () => {
+    let stack: Stack;
+    before(async () => { stack = await startStack({ withWorker: false }); });
+    after(() => stack.stop());
+
+    it('is disconnected once 64 KiB wait unsent (past what the sockets hold), and a reader then resumes the whole log', async () => {
+      const { apiKey } = await newAccount(stack.db, 20);
+      const auth = { Authorization: `Bearer ${apiKey}` };
+      const action = (await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: await jpegBase64() }] })).body;
+      // A long log (about 10 MB of events, more than the loopback sockets hold: about 4 MB), after the action's first event.
+      const LONG = 60_000;
+      await stack.db.query(`
+        INSERT INTO action_events (action_id, seq, action_status, provider, percent)
+        SELECT $1, 1 + n, 'pending', 'local', n % 100 FROM generate_series(1, $2::int) AS n`, [action.action_id, LONG]);
+      await stack.db.query('ANALYZE action_events'); // as autovacuum would after so many rows: reads walk the primary key
+      const { request } = await import('node:http');
+      const url = new URL(`${stack.baseUrl}${V1}/status/${action.action_id}/events`);
+      const stalled = request(url, { headers: auth, agent: false }, (res) => res.pause()); // never reads
+      stalled.on('error', () => undefined); // the server's cut, seen only when it reads (it never does)
+      stalled.end();
+      try {
+        await eventually(async () => stack.services.liveEvents.size, (n) => n === 1);
+        await eventually(async () => stack.services.liveEvents.size, (n) => n === 0, 30_000); // the server gave up on it
+      } finally {
+        stalled.destroy();
+      }
+
+      const reader = await openSse(url.toString(), auth);
+      await eventually(async () => reader.events.at(-1)?.id, (id) => id === String(LONG + 1), 30_000);
+      assert.equal((await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/cancel/${action.action_id}`)).body.status, 'cancelled');
+      const events = await assertWhole(reader, 'cancelled');
+      assert.deepEqual(events.map((e) => Number(e.id)), Array.from({ length: LONG + 2 }, (_, i) => i + 1), 'every event once, in order');
+    });
+  });
+
   describe('a stream open past LIVE_STREAM_MAX_SECONDS', () => {
     let stack: Stack;
     before(async () => { stack = await startStack({ withWorker: false, liveStreams: { maxSeconds: 0.5 } }); });

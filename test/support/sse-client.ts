@@ -63,10 +63,12 @@ export function openSse(url: string, headers: Record<string, string> = {}): Prom
       let lastId = '';
       res.on('data', (chunk: string) => {
         buffer += chunk;
-        let newline: number;
-        while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
+        const lineEnd = /\r\n|\r|\n/g; // lines read by position, the rest kept once per chunk
+        let start = 0;
+        let match: RegExpExecArray | null;
+        while ((match = lineEnd.exec(buffer)) !== null) {
+          const line = buffer.slice(start, match.index);
+          start = match.index + match[0].length;
           if (line === '') {
             if (event.id !== undefined) lastId = event.id;
             if (event.data.length > 0) {
@@ -83,6 +85,7 @@ export function openSse(url: string, headers: Record<string, string> = {}): Prom
           else if (field === 'event') event.event = value;
           else if (field === 'id') event.id = value;
         }
+        buffer = buffer.slice(start);
         notify();
       });
       res.on('error', () => undefined); // a dropped connection
