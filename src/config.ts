@@ -237,9 +237,17 @@ function httpTimeouts() {
   return timeouts;
 }
 
-/** `OTEL_EXPORTER_OTLP_ENDPOINT`: an http(s) URL without query or fragment (a typo would otherwise lose every trace quietly). */
+/**
+ * `OTEL_EXPORTER_OTLP_ENDPOINT`: an http(s) URL without query or fragment (a typo would otherwise lose every trace
+ * quietly), and without credentials: a URL is logged and shown in errors, so they go in `OTEL_EXPORTER_OTLP_HEADERS`
+ * (read by the exporter itself), and the refusal does not repeat the URL.
+ */
 function otlpEndpoint(): string | undefined {
   const raw = str('OTEL_EXPORTER_OTLP_ENDPOINT')?.trim().replace(/\/+$/, '');
+  if (raw !== undefined && /^[^:/?#]*:\/\/[^/?#]*@/.test(raw)) {
+    throw new Error('OTEL_EXPORTER_OTLP_ENDPOINT must not carry credentials (user:password@host): send them as headers in '
+      + 'OTEL_EXPORTER_OTLP_HEADERS, e.g. "Authorization=Basic <base64>"');
+  }
   if (raw !== undefined && !/^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(raw)) throw new Error(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${raw}"`);
   return raw || undefined;
 }

@@ -54,7 +54,7 @@ async function main(mode: Mode): Promise<void> {
   if (config.otlpEndpoint) {
     // Required here only: with tracing off, the SDK and the exporter are never loaded.
     (require('./telemetry/tracing') as typeof import('./telemetry/tracing')).installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
-    log.info('tracing on', { otlpEndpoint: config.otlpEndpoint, serviceName: config.otelServiceName });
+    log.info('tracing on', { otlpCollector: new URL(config.otlpEndpoint).origin, serviceName: config.otelServiceName }); // no path: it may hold a token
   }
   const providers = createProviders(config);
   // Checked before anything starts: a process that takes requests must also run their workflows.

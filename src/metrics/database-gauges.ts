@@ -1,8 +1,9 @@
 /**
  * Gauges of the read models, computed on scrape from Postgres (served by API processes): open actions by status
  * with the age of the oldest (jobs stuck in `processing`), and open spark holds with the age of the oldest (holds
- * open longer than an hour). Two reads over partial indexes of open rows only (actions_open, spark_holds_open),
- * cached for CACHE_MS so that several scrapers or a fast scrape interval cost the database the same.
+ * open longer than an hour), and how full Postgres's NOTIFY queue is (live progress announces every event there at
+ * commit: a listener that stops reading fills it, and at 100% every notifying commit fails). Reads over partial
+ * indexes of open rows only (actions_open, spark_holds_open), cached for CACHE_MS so that several scrapers or a fast scrape interval cost the database the same.
  */
 import { Gauge } from 'prom-client';
 import type { DataSource } from 'typeorm';
@@ -15,13 +16,15 @@ const OPEN_STATUSES = ['pending', 'processing'] as const;
 interface Snapshot {
   actions: Record<string, { count: number; oldestSeconds: number }>;
   holds: { count: number; sparks: number; overAnHour: number; oldestSeconds: number };
+  /** `pg_notification_queue_usage()`: 0 to 1. */
+  notifyQueueUsage: number;
 }
 
 let source: DataSource | undefined;
 let cached: { at: number; snapshot: Promise<Snapshot> } | undefined;
 
 async function read(db: DataSource): Promise<Snapshot> {
-  const [actionRows, [holds]] = await Promise.all([
+  const [actionRows, [holds], [queue]] = await Promise.all([
     db.query(`SELECT status, count(*)::int AS count,
                      COALESCE(EXTRACT(EPOCH FROM now() - min(COALESCE(started_at, created_at))), 0)::float8 AS oldest
                 FROM actions WHERE status IN ('pending', 'processing') GROUP BY status`),
@@ -29,11 +32,15 @@ async function read(db: DataSource): Promise<Snapshot> {
                      (count(*) FILTER (WHERE created_at < now() - interval '1 hour'))::int AS over_an_hour,
                      COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest
                 FROM spark_holds WHERE status = 'held'`),
+    db.query('SELECT pg_notification_queue_usage()::float8 AS usage'),
   ]);
   const actions: Snapshot['actions'] = {};
   for (const status of OPEN_STATUSES) actions[status] = { count: 0, oldestSeconds: 0 };
   for (const row of actionRows) actions[row.status] = { count: row.count, oldestSeconds: row.oldest };
-  return { actions, holds: { count: holds.count, sparks: holds.sparks, overAnHour: holds.over_an_hour, oldestSeconds: holds.oldest } };
+  return {
+    actions, holds: { count: holds.count, sparks: holds.sparks, overAnHour: holds.over_an_hour, oldestSeconds: holds.oldest },
+    notifyQueueUsage: queue.usage,
+  };
 }
 
 /** The snapshot of the last CACHE_MS, read once for all gauges of a scrape; a failed read is not cached. */
@@ -83,4 +90,6 @@ export function registerDatabaseGauges(db: DataSource): void {
   gauge('imagery_open_holds_sparks', 'Sparks in open holds now', [], (g, s) => g.set(s.holds.sparks));
   gauge('imagery_open_holds_over_an_hour', 'Spark holds open for longer than an hour', [], (g, s) => g.set(s.holds.overAnHour));
   gauge('imagery_oldest_open_hold_age_seconds', 'Age of the oldest open spark hold; 0 when none', [], (g, s) => g.set(s.holds.oldestSeconds));
+  gauge('imagery_postgres_notify_queue_usage_ratio', 'How full Postgres\'s NOTIFY queue is (0 to 1); at 1 every commit that announces live progress fails', [],
+    (g, s) => g.set(s.notifyQueueUsage));
 }

@@ -41,15 +41,27 @@ export function tracer() {
   return trace.getTracer(TRACER_NAME);
 }
 
-/** Runs `work` in a span of its own (a child of the active one); a thrown error marks the span failed and goes on. */
+/**
+ * What a span says of a failure: the error's code (a provider's failure class, `rate_limited`; a socket's `ECONNRESET`)
+ * or else its class name. Never its message, which may hold a provider's text (an echo of the prompt), a URL with a
+ * token, or anything else from outside; the action's own record keeps the message.
+ */
+export function errorType(err: unknown): string {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code)) return code;
+  return err instanceof Error ? err.name : typeof err;
+}
+
+/** Runs `work` in a span of its own (a child of the active one); a thrown error marks the span failed (`errorType`) and goes on. */
 export async function inSpan<T>(name: string, options: { kind?: SpanKind; attributes?: Attributes }, work: (span?: Span) => Promise<T>): Promise<T> {
   if (!on) return work();
   return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, async (span) => {
     try {
       return await work(span);
     } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      const type = errorType(err);
+      span.setAttribute('error.type', type);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: type });
       throw err;
     } finally {
       span.end();

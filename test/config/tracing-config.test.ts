@@ -24,4 +24,15 @@ describe('tracing configuration', () => {
       assert.throws(() => configWith({ OTEL_EXPORTER_OTLP_ENDPOINT: bad }), /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/, bad);
     }
   });
+
+  it('refuses credentials in the endpoint, without repeating them, and points to OTEL_EXPORTER_OTLP_HEADERS', () => {
+    for (const bad of ['https://user:s3cret-token@otlp.example.com', 'http://s3cret-token@collector:4318/v1']) {
+      assert.throws(() => configWith({ OTEL_EXPORTER_OTLP_ENDPOINT: bad }), (err: Error) => {
+        assert.match(err.message, /must not carry credentials.*OTEL_EXPORTER_OTLP_HEADERS/);
+        assert.ok(!err.message.includes('s3cret-token'), err.message);
+        return true;
+      }, bad);
+    }
+    assert.equal(configWith({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otlp.example.com/v1/a@b' }).otlpEndpoint, 'https://otlp.example.com/v1/a@b', 'an @ in the path is no credential');
+  });
 });

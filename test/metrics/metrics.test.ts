@@ -115,6 +115,8 @@ describe('metrics of the API and of a worker process', function () {
       assert.ok(valueOf(open, 'imagery_open_holds_sparks') >= 5);
       assert.ok(valueOf(open, 'imagery_oldest_open_hold_age_seconds') >= 0);
       assert.equal(valueOf(open, 'imagery_open_holds_over_an_hour'), 0);
+      const queue = valueOf(open, 'imagery_postgres_notify_queue_usage_ratio');
+      assert.ok(queue >= 0 && queue < 0.01, `the NOTIFY queue is read, and empty while every listener reads (${queue})`);
 
       assert.equal((await call('POST', `${V1}/cancel/${created.action_id}`)).body.status, 'cancelled');
       const after = (await scrape(apiMetrics.url)).samples;
@@ -188,7 +190,7 @@ describe('metrics of the API and of a worker process', function () {
     const alerts = parseYaml(readFileSync(path.join(REPO, 'deploy/prometheus/alerts.yml'), 'utf8'));
     const rules = alerts.groups.flatMap((g: { rules: unknown[] }) => g.rules) as { alert: string; expr: string; labels: { severity: string }; annotations: { summary: string } }[];
     for (const rule of rules) assert.ok(rule.alert && rule.expr && rule.labels.severity && rule.annotations.summary, JSON.stringify(rule));
-    for (const wanted of ['ImageryActionsStuckProcessing', 'ImageryProviderFailureRate', 'ImageryWebhookDeliveriesExhausted', 'ImagerySparkHoldsOpenTooLong']) {
+    for (const wanted of ['ImageryActionsStuckProcessing', 'ImageryProviderFailureRate', 'ImageryWebhookDeliveriesExhausted', 'ImagerySparkHoldsOpenTooLong', 'ImageryNotifyQueueFilling']) {
       assert.ok(rules.some((r) => r.alert === wanted), wanted);
     }
     const alerted = new Set(rules.flatMap((r) => [...r.expr.matchAll(/\b((?:imagery|temporal)_[a-z0-9_]+)/g)].map((m) => m[1])));

@@ -184,8 +184,8 @@ describe('tracing', function () {
         const parent = trace.getTracer('test').startSpan('RunActivity:probe');
         await context.with(trace.setSpan(context.active(), parent), async () => {
           await provider.analyze(images, 'en');
-          gemini.script(httpError(400));
-          await assert.rejects(provider.analyze(images, 'en'));
+          gemini.script(httpError(400, 'Your prompt "secret launch plan" was refused'));
+          await assert.rejects(provider.analyze(images, 'en'), /secret launch plan/, 'the error itself keeps the provider\'s text');
         });
         parent.end();
         const calls = exporter.getFinishedSpans().filter((s) => s.parentSpanId === parent.spanContext().spanId);
@@ -193,6 +193,11 @@ describe('tracing', function () {
           ['gemini generateContent', SpanKind.CLIENT, 'test-text-model', SpanStatusCode.UNSET],
           ['gemini generateContent', SpanKind.CLIENT, 'test-text-model', SpanStatusCode.ERROR],
         ]);
+        // The failed span says what kind of failure (the failure class), never the provider's words.
+        const failed = calls[1];
+        assert.equal(failed.attributes['error.type'], failed.status.message);
+        assert.match(String(failed.attributes['error.type']), /^[a-z_]+$/);
+        assert.ok(!JSON.stringify({ attributes: failed.attributes, status: failed.status, events: failed.events }).includes('secret launch plan'), 'no provider text in the span');
       } finally {
         await gemini.close();
       }
