@@ -19,6 +19,9 @@ const USAGE = `usage: npm run cluster -- [options]
   --storage s3|file       s3 (default): the local S3 gateway, or the store named by S3_ENDPOINT and S3_BUCKET;
                           file: one folder that every process shares (this machine only)
   --s3-port P             the local S3 gateway's port (default 7070)
+  --metrics-port P        first metrics port (default 9464): process k (the APIs, then the workers) serves
+                          GET /metrics on P + 2k, its Temporal SDK exporter on P + 2k + 1 (loopback);
+                          --no-metrics serves none (deploy/prometheus/prometheus.yml scrapes the default layout)
   --temporal-db URL       the Temporal server's database (default postgres://postgres@127.0.0.1:5432/temporal)
   --data-dir DIR          logs, secrets, the gateway's objects (default .data/cluster)
 The service's own database is DATABASE_URL (as for npm start); other variables of the README pass through to
@@ -44,7 +47,7 @@ async function main(): Promise<void> {
     options: {
       apis: { type: 'string' }, workers: { type: 'string' }, 'api-port': { type: 'string' }, 'temporal-port': { type: 'string' },
       'ui-port': { type: 'string' }, 'no-ui': { type: 'boolean' }, storage: { type: 'string' }, 's3-port': { type: 'string' },
-      'temporal-db': { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      'metrics-port': { type: 'string' }, 'no-metrics': { type: 'boolean' }, 'temporal-db': { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
@@ -69,14 +72,15 @@ async function main(): Promise<void> {
     taskQueue: config.taskQueue,
     dataDir: path.resolve(values['data-dir'] ?? path.join('.data', 'cluster')),
     toolsDir: config.toolsDir,
+    metricsPort: values['no-metrics'] ? undefined : positiveInt(values['metrics-port'], 'metrics-port', 9464),
   });
   const lines = [
     `cluster up in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     `  Temporal server  ${cluster.temporalAddress} (on Postgres)`,
     ...(cluster.uiUrl ? [`  Temporal Web UI  ${cluster.uiUrl}`] : []),
     `  storage          ${cluster.s3Endpoint ? `S3 gateway ${cluster.s3Endpoint}, bucket imagery` : cluster.env.ASSET_STORE === 's3' ? `S3 ${cluster.env.S3_ENDPOINT}` : `folder ${cluster.env.ASSETS_DIR}`}`,
-    ...cluster.apis.map((api) => `  ${api.name.padEnd(16)} ${api.url}  (pid ${api.process.child.pid}, log ${api.logFile})`),
-    ...cluster.workers.map((w) => `  ${w.name.padEnd(16)} pid ${w.process.child.pid}, log ${w.logFile}`),
+    ...cluster.apis.map((api) => `  ${api.name.padEnd(16)} ${api.url}  (pid ${api.process.child.pid}, log ${api.logFile}${api.metricsUrl ? `, metrics ${api.metricsUrl}` : ''})`),
+    ...cluster.workers.map((w) => `  ${w.name.padEnd(16)} pid ${w.process.child.pid}, log ${w.logFile}${w.metricsUrl ? `, metrics ${w.metricsUrl}` : ''}`),
     'Ctrl-C stops everything.',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

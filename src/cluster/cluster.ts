@@ -39,6 +39,12 @@ export interface ClusterOptions {
   toolsDir: string;
   /** More environment for every API and worker process (e.g. `LOCAL_RENDERER_DELAY_MS`). */
   env?: Record<string, string>;
+  /**
+   * The first metrics port: the k-th process started (the APIs, then the workers, a restarted worker after them)
+   * serves `GET /metrics` on `metricsPort + 2k` (loopback), its Temporal SDK exporter on the port after it.
+   * Undefined: no metrics.
+   */
+  metricsPort?: number;
 }
 
 export interface ClusterProcess {
@@ -46,6 +52,8 @@ export interface ClusterProcess {
   mode: ServiceMode;
   /** An API process's own URL. */
   url?: string;
+  /** Its `GET /metrics` (when the cluster serves metrics). */
+  metricsUrl?: string;
   logFile: string;
   process: ServiceProcess;
 }
@@ -147,11 +155,19 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 
     const apis: ClusterProcess[] = [];
     const workers: ClusterProcess[] = [];
+    let processCount = 0;
     const startProcess = async (mode: ServiceMode, name: string, extra: Record<string, string>): Promise<ClusterProcess> => {
       const logFile = path.join(logs, `${name}.log`);
-      const child = await startServiceProcess(mode, { ...env, DATA_DIR: path.join(options.dataDir, name), ...extra }, { logFile });
+      const k = processCount++;
+      const metricsPort = options.metricsPort === undefined ? undefined : options.metricsPort + 2 * k;
+      const metricsEnv: Record<string, string> = metricsPort === undefined ? {}
+        : { METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', TEMPORAL_METRICS_PORT: String(metricsPort + 1) };
+      const child = await startServiceProcess(mode, { ...env, DATA_DIR: path.join(options.dataDir, name), ...metricsEnv, ...extra }, { logFile });
       started.push({ stop: () => child.stop() });
-      return { name, mode, logFile, process: child, url: extra.PUBLIC_BASE_URL };
+      return {
+        name, mode, logFile, process: child, url: extra.PUBLIC_BASE_URL,
+        metricsUrl: metricsPort === undefined ? undefined : `http://127.0.0.1:${metricsPort}/metrics`,
+      };
     };
     let workerCount = 0;
     const startWorker = async () => {

@@ -15,6 +15,7 @@ import { openDatabase } from '../../src/db/data-source';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { dropTemporalDatabases, resetDatabase } from '../support/environment';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { type Sample, scrape, valueOf } from '../support/prometheus';
 
 const V2 = '/api/v2';
 const APP_DATABASE_URL = process.env.TEST_CLUSTER_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/imagery_cluster_test';
@@ -25,14 +26,16 @@ const TEMPORAL_DATABASE_URL = process.env.TEST_CLUSTER_TEMPORAL_DATABASE_URL
 const RATE_LIMIT = 40;
 
 /** A frontend port whose whole Temporal layout, and `count` API ports, are free. */
-async function freeLayout(apis: number): Promise<{ temporalPort: number; apiPort: number; s3Port: number }> {
+async function freeLayout(apis: number, processes: number): Promise<{ temporalPort: number; apiPort: number; s3Port: number; metricsPort: number }> {
   for (;;) {
     // Below 32768: the server stores its membership ports (base - 300 and up) as a Postgres smallint.
     const temporalPort = 10_000 + Math.floor(Math.random() * 20_000);
     const apiPort = temporalPort + 20;
     const s3Port = temporalPort + 40;
-    const ports = [...temporalServerPorts(temporalPort), ...Array.from({ length: apis }, (_, i) => apiPort + i), s3Port];
-    if (await portsAreFree(ports)) return { temporalPort, apiPort, s3Port };
+    const metricsPort = temporalPort + 60; // two per process: its /metrics and its SDK exporter
+    const ports = [...temporalServerPorts(temporalPort), ...Array.from({ length: apis }, (_, i) => apiPort + i), s3Port,
+      ...Array.from({ length: 2 * processes }, (_, i) => metricsPort + i)];
+    if (await portsAreFree(ports)) return { temporalPort, apiPort, s3Port, metricsPort };
   }
 }
 
@@ -45,7 +48,7 @@ describe('the production topology: Temporal server on Postgres, S3 storage, 2 AP
   before(async function () {
     this.timeout(600_000); // a cold machine builds the Temporal server and the S3 gateway first
     await Promise.all([resetDatabase(APP_DATABASE_URL), dropTemporalDatabases(TEMPORAL_DATABASE_URL)]);
-    const layout = await freeLayout(2);
+    const layout = await freeLayout(2, 2 + 2 + 2); // a worker is started again after one is killed
     cluster = await startCluster({
       apis: 2,
       workers: 2,
@@ -129,6 +132,29 @@ describe('the production topology: Temporal server on Postgres, S3 storage, 2 AP
     const { balance, held } = await assertMoneyConsistent(db, accountId);
     assert.equal(held, 0);
     assert.equal(balance, 100 - 5 - 5 - 10 - 5);
+  });
+
+  it('serves GET /metrics on every API and worker process, each its own, and their counts move as a job runs', async () => {
+    const processes = [...cluster.apis, ...cluster.workers];
+    const urls = processes.map((p) => p.metricsUrl!);
+    assert.equal(new Set(urls).size, 4, `four listeners: ${urls.join(', ')}`);
+    const all = async () => Promise.all(urls.map(async (url) => (await scrape(url)).samples));
+    const sum = (scrapes: Sample[][], which: number[], name: string, labels: Record<string, string>) =>
+      which.reduce((total, i) => total + valueOf(scrapes[i], name, labels), 0);
+    const before = await all();
+    for (const i of [2, 3]) assert.ok(before[i].some((s) => s.name.startsWith('temporal_')), `${processes[i].name}: the SDK's worker metrics`);
+    const { apiKey } = await newAccount(db, 20);
+    const photo = await api(1, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup' });
+    assert.equal(photo.status, 200, JSON.stringify(photo.body));
+    await actionDone(photo.body.action_id);
+    const after = await all();
+    const accepted = { product: 'photo', outcome: 'accepted' };
+    assert.equal(valueOf(after[1], 'imagery_actions_total', accepted) - valueOf(before[1], 'imagery_actions_total', accepted), 1, 'the API that took it');
+    assert.equal(valueOf(after[0], 'imagery_actions_total', accepted), valueOf(before[0], 'imagery_actions_total', accepted), 'not the other');
+    const completed = { product: 'photo', outcome: 'completed' };
+    assert.equal(sum(after, [2, 3], 'imagery_actions_total', completed) - sum(before, [2, 3], 'imagery_actions_total', completed), 1, 'a worker completed it');
+    const charged = { product: 'photo' };
+    assert.equal(sum(after, [2, 3], 'imagery_sparks_charged_total', charged) - sum(before, [2, 3], 'imagery_sparks_charged_total', charged), 5);
   });
 
   it('holds one rate limit across both APIs', async () => {

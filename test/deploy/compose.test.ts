@@ -2,7 +2,7 @@
  * docker-compose.yml cannot be run here (no Docker engine), so it is checked as far as that goes without one:
  * against the Compose Specification's own JSON Schema (the file docker compose validates with, from compose-go),
  * and against the service: the images match the versions the cluster runs, every variable it sets is documented,
- * every storage, provider and worker variable reaches the containers, and the search attributes are the workflows' own.
+ * every storage, provider, worker, metrics and tracing variable reaches the containers, and the search attributes are the workflows' own.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -48,12 +48,15 @@ describe('docker-compose.yml', function () {
     for (const variable of passed) {
       assert.ok(documented.some((cell) => cell.includes(`\`${variable}\``)), `${variable} is in the README's configuration table`);
     }
-    // And the other way round for what a deployment must be able to set: storage, providers, worker queues.
-    const deploymentVariables = documented.flatMap((cell) => [...cell.matchAll(/`((?:ASSET|S3|GEMINI|RUNWAY|WORKER)_[A-Z_]+|[A-Z]+_PROVIDER)`/g)].map((m) => m[1]));
+    // And the other way round for what a deployment must be able to set: storage, providers, worker queues, metrics, tracing.
+    const deploymentVariables = documented.flatMap((cell) => [...cell.matchAll(/`((?:ASSET|S3|GEMINI|RUNWAY|WORKER|METRICS|OTEL)_[A-Z_]+|[A-Z]+_PROVIDER)`/g)].map((m) => m[1]));
     assert.ok(deploymentVariables.length > 15, 'the table was read');
     for (const variable of deploymentVariables) assert.ok(passed.includes(variable), `${variable} reaches the containers`);
     const script: string = compose.services['temporal-setup'].command.join('\n');
     const registered = Object.fromEntries([...script.matchAll(/\b([A-Z][A-Za-z]+)=(Int|Keyword)\b/g)].map((m) => [m[1], m[2]]));
     assert.deepEqual(registered, SEARCH_ATTRIBUTE_REGISTRATIONS);
+    // Metrics inside the network only: the API publishes its API port alone.
+    assert.deepEqual(compose.services.api.ports, ['3000:3000']);
+    for (const name of ['api', 'worker']) assert.deepEqual(compose.services[name].expose, ['9464'], `${name} exposes its metrics port`);
   });
 });
