@@ -150,6 +150,9 @@ export function backendReport(backend: Backend, figures: Figures, steps: { inFli
 const byKey = (r: BackendReport, key: string) => r.rows.find((x) => x.key === key)!;
 const f2 = (n: number | null | undefined) => (n === null || n === undefined || !Number.isFinite(n) ? 'n/a' : n.toFixed(2));
 
+/** The median growth per idle stream, in KiB. */
+const kibPerStream = (clients: number, growthMiB: Stat) => ((growthMiB.median * 1024) / clients).toFixed(1);
+
 /** The issue's targets table, judged on the medians of this run. */
 export function judge(r: BackendReport): Target[] {
   const targets: Target[] = [];
@@ -184,12 +187,13 @@ export function judge(r: BackendReport): Target[] {
   ratioAtLeast('svc.webhooks', 0.5, byKey(r, 'svc.webhooks').label);
   const streams = r.idleStreams;
   const growth = streams?.growthMiB;
+  const kibEach = streams && growth ? kibPerStream(streams.clients, growth) : '';
   // The target is for 1,000 streams; a run with fewer (the test suite's) is judged at the same cost per stream.
   const at1000Streams = growth && streams.clients > 0 ? (growth.median * 1000) / streams.clients : null;
   targets.push({
     figure: 'API process memory, 1,000 idle live-progress (SSE) streams', target: '< 100 MiB',
     pass: at1000Streams === null ? null : at1000Streams < 100,
-    observed: growth ? `${growth.median >= 0 ? '+' : ''}${growth.median.toFixed(1)} MiB for ${streams.clients} (${((growth.median * 1024) / streams.clients).toFixed(1)} KiB each)` : 'not measured',
+    observed: growth ? `${growth.median >= 0 ? '+' : ''}${growth.median.toFixed(1)} MiB for ${streams.clients} (${kibEach} KiB each)` : 'not measured',
   });
   return targets;
 }
@@ -224,7 +228,7 @@ export function backendTable(b: BackendReport): string {
   const streams = b.idleStreams;
   if (streams?.growthMiB) {
     lines.push('', '| idle live-progress streams | API process RSS MiB before | after | growth MiB | KiB per stream |', '| --- | --- | --- | --- | --- |');
-    lines.push(`| ${streams.clients} | ${cell(streams.rssBeforeMiB, 'MiB')} | ${cell(streams.rssAfterMiB, 'MiB')} | ${cell(streams.growthMiB, 'MiB')} | ${((streams.growthMiB.median * 1024) / streams.clients).toFixed(1)} |`);
+    lines.push(`| ${streams.clients} | ${cell(streams.rssBeforeMiB, 'MiB')} | ${cell(streams.rssAfterMiB, 'MiB')} | ${cell(streams.growthMiB, 'MiB')} | ${kibPerStream(streams.clients, streams.growthMiB)} |`);
   }
   lines.push('', '| target | wanted | observed | result |', '| --- | --- | --- | --- |');
   for (const t of b.targets) lines.push(`| ${t.figure} | ${t.target} | ${t.observed} | ${t.pass === null ? 'not measured' : t.pass ? 'pass' : 'FAIL'} |`);

@@ -11,7 +11,7 @@
  */
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import { CONNECTION_SETTINGS } from '../../src/db/data-source';
+import { CONNECTION_SETTINGS, databaseUrlOf } from '../../src/db/data-source';
 import { DEFAULT_LIVE_STREAM_LIMITS, type LiveStreamLimits } from '../../src/config';
 import { log } from '../../src/log';
 import { AppError, generationUnavailable } from '../errors';
@@ -44,7 +44,7 @@ export class ActionEventHub {
   constructor(private readonly connectionString: string, readonly limits: LiveStreamLimits = DEFAULT_LIVE_STREAM_LIMITS) {}
 
   static forDataSource(db: DataSource, limits?: LiveStreamLimits): ActionEventHub {
-    return new ActionEventHub((db.options as { url: string }).url, limits);
+    return new ActionEventHub(databaseUrlOf(db), limits);
   }
 
   /** Streams open in this process. */

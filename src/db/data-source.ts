@@ -64,15 +64,23 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
   }
 }
 
+/** The URL of `db`'s database, for a connection of its own outside the pool (LISTEN, session advisory locks). */
+export function databaseUrlOf(db: DataSource): string {
+  return (db.options as { url: string }).url;
+}
+
+/** The session advisory locks of the service, one key each, so that none is ever taken for another. */
+export const ADVISORY_LOCKS = { migrations: 7233001, reconciler: 7233002 } as const;
+
 /**
  * Runs pending migrations under an advisory lock, so processes starting together migrate once. The lock lives
  * on its own connection, outside the pool the migrations use.
  */
 export async function migrate(dataSource: DataSource): Promise<void> {
-  const lock = new Client({ connectionString: (dataSource.options as { url: string }).url });
+  const lock = new Client({ connectionString: databaseUrlOf(dataSource) });
   await lock.connect();
   try {
-    await lock.query('SELECT pg_advisory_lock(7233001)');
+    await lock.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.migrations]);
     await dataSource.runMigrations({ transaction: 'each' });
   } finally {
     await lock.end();

@@ -18,7 +18,7 @@
 import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import type { DataSource } from 'typeorm';
-import { CONNECTION_SETTINGS } from '../db/data-source';
+import { ADVISORY_LOCKS, CONNECTION_SETTINGS, databaseUrlOf } from '../db/data-source';
 import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from '../domain/action-states';
 import { sqlRows } from '../db/sql';
 import { ACTION_TYPES } from '../db/entities/action';
@@ -244,9 +244,6 @@ async function announceFailure(client: Client, taskQueue: string, actionId: numb
     .catch((err) => log.warn('could not start the failure announcement; the next pass will', { actionId, error: String(err) }));
 }
 
-/** The advisory lock of the periodic pass (the migrations' is 7233001). */
-const RECONCILER_LOCK = 7233002;
-
 /**
  * One pass (`reconcile`) unless another process's, or this one's previous, is still under way: with N worker
  * processes the deployment makes one pass a minute, not N. The lock is held by a session of its own, ended after
@@ -254,16 +251,16 @@ const RECONCILER_LOCK = 7233002;
  * whether this call made the pass.
  */
 export async function reconcileExclusively(db: DataSource, client: Client, config: ReconcileConfig): Promise<boolean> {
-  const session = new PgClient({ connectionString: (db.options as { url: string }).url, ...CONNECTION_SETTINGS, application_name: 'imagery-reconciler-lock' });
+  const session = new PgClient({ connectionString: databaseUrlOf(db), ...CONNECTION_SETTINGS, application_name: 'imagery-reconciler-lock' });
   session.on('error', () => undefined); // a lost lock session ends the pass's claim; the next minute tries again
   try {
     await session.connect();
-    const { rows: [{ locked }] } = await session.query('SELECT pg_try_advisory_lock($1) AS locked', [RECONCILER_LOCK]);
+    const { rows: [{ locked }] } = await session.query('SELECT pg_try_advisory_lock($1) AS locked', [ADVISORY_LOCKS.reconciler]);
     if (!locked) return false;
-    await reconcile(db, client, config);
+    await reconcile(db, client, config); // logs its own failures
     return true;
   } catch (err) {
-    log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
+    log.warn('the reconciler lock could not be taken; the next pass will try again', { error: String(err) });
     return false;
   } finally {
     await session.end().catch(() => undefined); // gives the lock back

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { ADVISORY_LOCKS } from '../../src/db/data-source';
 import { settleHold } from '../../src/domain/billing';
 import { abandonStart, closeAction, releaseAndClose } from '../../src/domain/action-states';
 import { LocalRenderer } from '../../src/providers/local-renderer';
@@ -86,7 +87,7 @@ describe('reconciler and honest cancels', function () {
     const peer = new Client({ connectionString: testEnvironment().databaseUrl });
     await peer.connect();
     try {
-      await peer.query('SELECT pg_advisory_lock(7233002)'); // another worker process mid-pass
+      await peer.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.reconciler]); // another worker process mid-pass
       assert.equal(await reconcileExclusively(stack.db, stack.temporal, passConfig()), false);
       assert.equal((await actionRow(actionId)).status, 'processing', 'left to the pass under way');
     } finally {
@@ -94,7 +95,7 @@ describe('reconciler and honest cancels', function () {
     }
     assert.equal(await reconcileExclusively(stack.db, stack.temporal, passConfig()), true);
     assert.equal((await actionRow(actionId)).status, 'failed');
-    const held = await stack.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 7233002`);
+    const held = await stack.db.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1`, [ADVISORY_LOCKS.reconciler]);
     assert.equal(held[0].n, 0, 'the lock is given back after the pass');
   });
 
