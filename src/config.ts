@@ -128,16 +128,14 @@ export const DEFAULT_LIVE_STREAM_LIMITS: LiveStreamLimits = { heartbeatSeconds: 
 function liveStreamLimits(): LiveStreamLimits {
   const d = DEFAULT_LIVE_STREAM_LIMITS;
   const limits = {
-    heartbeatSeconds: num('LIVE_HEARTBEAT_SECONDS', d.heartbeatSeconds),
+    heartbeatSeconds: timerSeconds('LIVE_HEARTBEAT_SECONDS', d.heartbeatSeconds),
     perKey: int('LIVE_STREAMS_PER_KEY', d.perKey),
     perProcess: int('LIVE_STREAMS_PER_PROCESS', d.perProcess),
-    maxSeconds: num('LIVE_STREAM_MAX_SECONDS', d.maxSeconds),
+    maxSeconds: timerSeconds('LIVE_STREAM_MAX_SECONDS', d.maxSeconds),
   };
-  if (limits.heartbeatSeconds < 0.01) throw new Error(`LIVE_HEARTBEAT_SECONDS must be at least 0.01 (seconds), got ${limits.heartbeatSeconds}`);
   for (const [name, value] of [['LIVE_STREAMS_PER_KEY', limits.perKey], ['LIVE_STREAMS_PER_PROCESS', limits.perProcess]] as const) {
     if (value < 1) throw new Error(`${name} must be at least 1, got ${value}`);
   }
-  if (limits.maxSeconds < 0.01) throw new Error(`LIVE_STREAM_MAX_SECONDS must be at least 0.01 (seconds), got ${limits.maxSeconds}`);
   return limits;
 }
 
@@ -147,6 +145,21 @@ function num(name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return value;
+}
+
+/** Node's timers hold at most 2^31 - 1 ms; a longer one fires after 1 ms instead (a heartbeat would flood its stream). */
+const MAX_TIMER_SECONDS = 2_147_483;
+
+/**
+ * Seconds for a timer or a deadline: 0.01 s at least (0 would switch a deadline off, in Node as here, which is what
+ * these settings exist to prevent) and at most MAX_TIMER_SECONDS (about 24.8 days).
+ */
+function timerSeconds(name: string, fallback: number): number {
+  const value = num(name, fallback);
+  if (value < 0.01 || value > MAX_TIMER_SECONDS) {
+    throw new Error(`${name} must be from 0.01 to ${MAX_TIMER_SECONDS} (seconds), got ${value}`);
+  }
   return value;
 }
 
@@ -220,17 +233,11 @@ export const DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS = 30;
 
 function httpTimeouts() {
   const timeouts = {
-    httpHeadersTimeoutSeconds: num('HTTP_HEADERS_TIMEOUT_SECONDS', 20),
-    httpRequestTimeoutSeconds: num('HTTP_REQUEST_TIMEOUT_SECONDS', 900),
-    httpIdleTimeoutSeconds: num('HTTP_IDLE_TIMEOUT_SECONDS', DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS),
-    httpKeepAliveTimeoutSeconds: num('HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 65),
+    httpHeadersTimeoutSeconds: timerSeconds('HTTP_HEADERS_TIMEOUT_SECONDS', 20),
+    httpRequestTimeoutSeconds: timerSeconds('HTTP_REQUEST_TIMEOUT_SECONDS', 900),
+    httpIdleTimeoutSeconds: timerSeconds('HTTP_IDLE_TIMEOUT_SECONDS', DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS),
+    httpKeepAliveTimeoutSeconds: timerSeconds('HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 65),
   };
-  for (const [name, value] of Object.entries({ HTTP_HEADERS_TIMEOUT_SECONDS: timeouts.httpHeadersTimeoutSeconds,
-    HTTP_REQUEST_TIMEOUT_SECONDS: timeouts.httpRequestTimeoutSeconds, HTTP_IDLE_TIMEOUT_SECONDS: timeouts.httpIdleTimeoutSeconds,
-    HTTP_KEEP_ALIVE_TIMEOUT_SECONDS: timeouts.httpKeepAliveTimeoutSeconds })) {
-    // 0 would switch the deadline off (in Node as here), which is what these settings exist to prevent.
-    if (value < 0.01) throw new Error(`${name} must be at least 0.01 (seconds), got ${value}`);
-  }
   if (timeouts.httpHeadersTimeoutSeconds > timeouts.httpRequestTimeoutSeconds) {
     throw new Error(`HTTP_HEADERS_TIMEOUT_SECONDS (${timeouts.httpHeadersTimeoutSeconds}) must not be over HTTP_REQUEST_TIMEOUT_SECONDS (${timeouts.httpRequestTimeoutSeconds})`);
   }

@@ -17,11 +17,15 @@ describe('live-progress stream configuration', () => {
     assert.deepEqual(limits, { heartbeatSeconds: 5, perKey: 3, perProcess: 50, maxSeconds: 0.5 });
   });
 
-  it('stops the process on a limit that would refuse every stream, or a heartbeat or lifetime of nothing', () => {
+  it('stops the process on a limit that would refuse every stream, or a heartbeat or lifetime of nothing or past a timer\'s range', () => {
     assert.throws(() => configWith({ LIVE_STREAMS_PER_KEY: '0' }), /LIVE_STREAMS_PER_KEY must be at least 1/);
     assert.throws(() => configWith({ LIVE_STREAMS_PER_PROCESS: '0' }), /LIVE_STREAMS_PER_PROCESS must be at least 1/);
     assert.throws(() => configWith({ LIVE_STREAMS_PER_KEY: '2.5' }), /LIVE_STREAMS_PER_KEY must be a non-negative integer/);
-    assert.throws(() => configWith({ LIVE_HEARTBEAT_SECONDS: '0' }), /LIVE_HEARTBEAT_SECONDS must be at least 0.01/);
+    assert.throws(() => configWith({ LIVE_HEARTBEAT_SECONDS: '0' }), /LIVE_HEARTBEAT_SECONDS must be from 0.01 to 2147483 \(seconds\), got 0/);
+    // Node fires a timer of more than 2^31 - 1 ms after 1 ms: the heartbeat would flood every stream, the lifetime end it at once.
+    assert.throws(() => configWith({ LIVE_HEARTBEAT_SECONDS: '2147484' }), /LIVE_HEARTBEAT_SECONDS must be from 0.01 to 2147483/);
+    assert.throws(() => configWith({ LIVE_STREAM_MAX_SECONDS: '3000000' }), /LIVE_STREAM_MAX_SECONDS must be from 0.01 to 2147483/);
+    assert.equal(configWith({ LIVE_STREAM_MAX_SECONDS: '2147483' }).liveStreams.maxSeconds, 2_147_483);
     assert.throws(() => configWith({ LIVE_STREAM_MAX_SECONDS: 'soon' }), /LIVE_STREAM_MAX_SECONDS must be a non-negative number/);
   });
 });
