@@ -149,7 +149,8 @@ function num(name: string, fallback: number): number {
 }
 
 /** Node's timers hold at most 2^31 - 1 ms; a longer one fires after 1 ms instead (a heartbeat would flood its stream). */
-const MAX_TIMER_SECONDS = 2_147_483;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const MAX_TIMER_SECONDS = Math.floor(MAX_TIMER_MS / 1000);
 
 /**
  * Seconds for a timer or a deadline: 0.01 s at least (0 would switch a deadline off, in Node as here, which is what
@@ -160,6 +161,13 @@ function timerSeconds(name: string, fallback: number): number {
   if (value < 0.01 || value > MAX_TIMER_SECONDS) {
     throw new Error(`${name} must be from 0.01 to ${MAX_TIMER_SECONDS} (seconds), got ${value}`);
   }
+  return value;
+}
+
+/** Whole milliseconds for a timer or a deadline, from `min` to MAX_TIMER_MS. */
+function timerMs(name: string, fallback: number, min = 1): number {
+  const value = int(name, fallback);
+  if (value < min || value > MAX_TIMER_MS) throw new Error(`${name} must be from ${min} to ${MAX_TIMER_MS} (milliseconds), got ${value}`);
   return value;
 }
 
@@ -300,7 +308,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 100),
     maxBodyBytesInFlight: int('MAX_BODY_BYTES_IN_FLIGHT', 400 * 1024 * 1024),
     ...httpTimeouts(),
-    localRendererDelayMs: int('LOCAL_RENDERER_DELAY_MS', 3000),
+    localRendererDelayMs: timerMs('LOCAL_RENDERER_DELAY_MS', 3000, 0),
     localRendererCost: oneOf('LOCAL_RENDERER_COST', ['normal', 'zero'] as const),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),
@@ -321,12 +329,12 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     runwayBaseUrl: (str('RUNWAY_BASE_URL') ?? 'https://api.dev.runwayml.com').replace(/\/+$/, ''),
     runwayVideoModel: oneOf('RUNWAY_VIDEO_MODEL', ['gen4_turbo', 'gen4.5', 'gemini_omni_flash_1.1'] as const),
     runwayPollIntervalSeconds: num('RUNWAY_POLL_INTERVAL_SECONDS', 6),
-    runwayTimeoutMs: int('RUNWAY_TIMEOUT_MS', 30_000),
+    runwayTimeoutMs: timerMs('RUNWAY_TIMEOUT_MS', 30_000),
     geminiApiKey: str('GEMINI_API_KEY'),
     geminiBaseUrl: (str('GEMINI_BASE_URL') ?? 'https://generativelanguage.googleapis.com').replace(/\/+$/, ''),
     geminiImageModel: str('GEMINI_IMAGE_MODEL') ?? 'gemini-3.1-flash-image',
     geminiTextModel: str('GEMINI_TEXT_MODEL') ?? 'gemini-3.5-flash',
-    geminiTimeoutMs: int('GEMINI_TIMEOUT_MS', 120_000),
+    geminiTimeoutMs: timerMs('GEMINI_TIMEOUT_MS', 120_000),
     outboundAllowCidrs: (str('OUTBOUND_ALLOW_CIDRS') ?? '').split(',').map((c) => c.trim()).filter(Boolean),
     assetStore,
     ...s3Settings(assetStore),

@@ -358,7 +358,7 @@ describe('Runway adapter (against a local Runway wire-format server)', function 
       assert.equal(sentBody().model, 'gen4.5');
     });
 
-    it('reads the RUNWAY_* variables with their defaults, and stops on a model it does not know', () => {
+    it('reads the RUNWAY_* variables with their defaults, and stops on a model it does not know or a deadline out of range', () => {
       const names = ['RUNWAY_API_KEY', 'RUNWAY_BASE_URL', 'RUNWAY_VIDEO_MODEL', 'RUNWAY_POLL_INTERVAL_SECONDS', 'RUNWAY_TIMEOUT_MS'];
       const saved = names.map((name) => process.env[name]);
       const runwayConfig = () => {
@@ -372,6 +372,12 @@ describe('Runway adapter (against a local Runway wire-format server)', function 
         assert.deepEqual(runwayConfig(), ['key_abc', 'https://runway.test', 'gen4.5', 0.5, 1000]);
         process.env.RUNWAY_VIDEO_MODEL = 'veo3.1';
         assert.throws(() => loadConfig(), /RUNWAY_VIDEO_MODEL must be one of gen4_turbo, gen4.5, gemini_omni_flash_1.1/);
+        process.env.RUNWAY_VIDEO_MODEL = 'gen4.5';
+        // 0 would time every request out at once, and so would a deadline past Node's timer range (2^31 - 1 ms).
+        for (const timeout of ['0', '2147483648']) {
+          process.env.RUNWAY_TIMEOUT_MS = timeout;
+          assert.throws(() => loadConfig(), new RegExp(`RUNWAY_TIMEOUT_MS must be from 1 to 2147483647 \\(milliseconds\\), got ${timeout}`));
+        }
       } finally {
         names.forEach((name, i) => (saved[i] === undefined ? delete process.env[name] : (process.env[name] = saved[i])));
       }
