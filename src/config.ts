@@ -157,17 +157,17 @@ const MAX_TIMER_SECONDS = Math.floor(MAX_TIMER_MS / 1000);
  * these settings exist to prevent) and at most MAX_TIMER_SECONDS (about 24.8 days).
  */
 function timerSeconds(name: string, fallback: number): number {
-  const value = num(name, fallback);
-  if (value < 0.01 || value > MAX_TIMER_SECONDS) {
-    throw new Error(`${name} must be from 0.01 to ${MAX_TIMER_SECONDS} (seconds), got ${value}`);
-  }
-  return value;
+  return within(name, num(name, fallback), 0.01, MAX_TIMER_SECONDS, 'seconds');
 }
 
 /** Whole milliseconds for a timer or a deadline, from `min` to MAX_TIMER_MS. */
 function timerMs(name: string, fallback: number, min = 1): number {
-  const value = int(name, fallback);
-  if (value < min || value > MAX_TIMER_MS) throw new Error(`${name} must be from ${min} to ${MAX_TIMER_MS} (milliseconds), got ${value}`);
+  return within(name, int(name, fallback), min, MAX_TIMER_MS, 'milliseconds');
+}
+
+/** `value` of `name` when it is from `min` to `max`; else the process stops, naming the variable. */
+function within(name: string, value: number, min: number, max: number, unit: string): number {
+  if (value < min || value > max) throw new Error(`${name} must be from ${min} to ${max} (${unit}), got ${value}`);
   return value;
 }
 
