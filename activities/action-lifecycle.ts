@@ -3,9 +3,9 @@
  * once, so every move is a conditional update: repeating it changes nothing. Given a v2 job's id, each also moves
  * the job in the same transaction (the job workflow runs them as local activities: one step, not two).
  */
-import { ActionEnd, closeAction } from '../src/domain/action-states';
-import { settleHold } from '../src/domain/billing';
-import { moveJobRecord } from '../src/domain/jobs';
+import { ActionEnd, closeAction } from '../src/actions/states';
+import { settleHold } from '../src/billing/sparks';
+import { moveJobRecord } from '../src/jobs/states';
 import { sqlRow } from '../src/db/sql';
 import { afterCommit } from '../src/db/after-commit';
 import { actionsTotal } from '../src/metrics/registry';

@@ -3,7 +3,7 @@
  * safe to run again: an idea is appended at its position only once, the others are plain conditional writes.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { FunnelIdea, FUNNEL_COLUMNS, FUNNEL_REFUSALS, FunnelRow, FunnelSetup, ideaId } from '../src/domain/funnels';
+import { FunnelIdea, FUNNEL_COLUMNS, FUNNEL_REFUSALS, FunnelRow, FunnelSetup, ideaId } from '../src/funnels/session';
 import { ProviderError } from '../src/providers/provider';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';

@@ -2,8 +2,8 @@
  * Housekeeping steps, run by the housekeeping workflow on its schedule: records past their retention, then stored
  * inputs nothing names any more. Each is safe to run anywhere, any number of times.
  */
-import { purgeExpiredRecords, type PurgedRecords } from '../src/domain/retention';
-import { purgeUnreferencedInputs } from '../src/storage/purge-inputs';
+import { purgeExpiredRecords, type PurgedRecords } from '../src/housekeeping/retention';
+import { purgeUnreferencedInputs } from '../src/housekeeping/purge-inputs';
 import type { ActivityDeps } from './deps';
 
 export function createHousekeepingActivities({ db, store }: ActivityDeps) {

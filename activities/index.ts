@@ -1,6 +1,6 @@
 import { createActionLifecycleActivities } from './action-lifecycle';
 import type { ActivityDeps } from './deps';
-import { createGenerateAssetActivities } from './generate-asset';
+import { createGenerateAssetActivities } from './render';
 import { createWebhookDeliveryActivities } from './webhook-delivery';
 import { createJobLifecycleActivities } from './job-lifecycle';
 import { createFunnelActivities } from './funnel';

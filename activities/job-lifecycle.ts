@@ -4,8 +4,8 @@
  * answer says whether the job is still live. The moves that accompany another step (the start, the render, the
  * charge, the failure) are made by that step's own activity, in its transaction (see `moveJobRecord`).
  */
-import { releaseAndClose } from '../src/domain/action-states';
-import { JobMove, moveJobRecord } from '../src/domain/jobs';
+import { releaseAndClose } from '../src/actions/states';
+import { JobMove, moveJobRecord } from '../src/jobs/states';
 import type { ActivityDeps } from './deps';
 
 

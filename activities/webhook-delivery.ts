@@ -7,7 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { sqlRow, sqlRows } from '../src/db/sql';
 import {
   AD_HOC_ATTEMPTS, DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, eventFor, isPermanentRefusal, REGISTERED_ATTEMPTS, signature, WebhookPayload,
-} from '../src/domain/webhooks';
+} from '../src/webhooks/events';
 import { OutboundFailed, OutboundRefused } from '../src/net/outbound';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';

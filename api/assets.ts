@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { type ByteRange, isValidAssetKey, RangeNotSatisfiable, type StoredAsset } from '../src/storage/asset-store';
-import { AppError, notFound } from './errors';
+import { AppError, notFound } from '../src/errors';
 import type { ApiServices } from './services';
 
 const DEFAULT_PRESIGN_SECONDS = 300;

@@ -1,14 +1,13 @@
 /**
- * `Idempotency-Key`: a repeat within the window returns the first response and creates (and charges) nothing.
- * The key is claimed inside the transaction that records the action, so two requests arriving together
- * serialise on the key's primary key: the second waits, then reads the first one's answer.
+ * `Idempotency-Key` over HTTP: the header as OpenAPI shows it, the claim read from a request (its key and the
+ * fingerprint of its path and body), and a repeat answered with the first response before any work is done. The
+ * keys themselves are recorded by `src/idempotency/keys.ts`, in the transaction that accepts the action.
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { Context } from 'koa';
-import type { DataSource, EntityManager } from 'typeorm';
-import { sqlRow } from '../src/db/sql';
-import { IDEMPOTENCY_WINDOW_SECONDS } from '../src/domain/retention';
-import { AppError, ValidationFailed } from './errors';
+import { ValidationFailed } from '../src/errors';
+import { awaitStartSettled, findReplay, type IdempotencyClaim, keyInFlight, type StoredResponse } from '../src/idempotency/keys';
+import type { Caller, Services } from '../src/services';
 
 const KEY_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -17,25 +16,6 @@ export const idempotencyHeader = {
   description: 'Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response.',
   schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._:-]+$' },
 };
-
-export interface IdempotencyClaim {
-  accountId: number;
-  /** What the key is scoped to besides the account: the endpoint or job type. */
-  scope: string;
-  key: string;
-  /** Fingerprint of the request, to refuse a repeat with a different body. */
-  requestHash: string;
-}
-
-export interface StoredResponse { status: number; body: unknown }
-
-/** Thrown inside the transaction when the key is already taken; the handler answers with the stored response. */
-export class IdempotentReplay extends Error {
-  /** `inFlight`: the first request has committed but its workflow start is not settled yet. */
-  constructor(readonly response: StoredResponse, readonly inFlight = false) {
-    super('idempotent replay');
-  }
-}
 
 /**
  * Feeds key-sorted JSON to `hash` piece by piece, so a body of large base64 images is never copied into one more
@@ -80,62 +60,26 @@ export function readIdempotencyKey(ctx: Context, accountId: number, scope: strin
   return { accountId, scope, key, requestHash: requestHashOf(ctx.path, body) };
 }
 
-interface KeyRow { request_hash: string; response_status: number; response_body: unknown; start_state: string | null }
-
-/** The stored answer, unless the first request's workflow start is still in flight (then it is not an answer yet). */
-function replayOrConflict(claim: IdempotencyClaim, row: KeyRow): StoredResponse & { inFlight: boolean } {
-  if (row.request_hash !== claim.requestHash) {
-    throw new AppError(409, 'idempotency_conflict', 'This Idempotency-Key was used with a different request in the last 5 minutes');
-  }
-  return { status: row.response_status, body: row.response_body, inFlight: row.start_state === 'starting' };
-}
-
-const KEY_ROW = `SELECT k.request_hash, k.response_status, k.response_body, a.start_state
-                   FROM idempotency_keys k LEFT JOIN actions a ON a.id = k.action_id
-                  WHERE k.account_id = $1 AND k.scope = $2 AND k.key = $3`;
-
-/** The stored response of a fresh earlier request with this key, if any (the cheap check before any work). */
-export async function findReplay(db: DataSource, claim: IdempotencyClaim): Promise<(StoredResponse & { inFlight: boolean }) | undefined> {
-  const row = await sqlRow<KeyRow>(db.manager, `${KEY_ROW} AND k.created_at > now() - make_interval(secs => $4)`,
-    [claim.accountId, claim.scope, claim.key, IDEMPOTENCY_WINDOW_SECONDS]);
-  return row ? replayOrConflict(claim, row) : undefined;
+/** Writes a stored (or fresh) response; a replay is marked so clients can tell. */
+export function send(ctx: Context, response: StoredResponse, replayed?: boolean): void {
+  ctx.status = response.status;
+  ctx.body = response.body;
+  if (replayed) ctx.set('Idempotent-Replayed', 'true');
 }
 
 /**
- * Waits (briefly) while the first request with this key is still starting its workflow: it ends confirmed (its
- * answer stands) or abandoned (the key is forgotten). Answers once either happened, false after `timeoutMs`.
+ * Answers a repeat of an earlier request with the same Idempotency-Key before any work is done. Returns the
+ * claim to submit with, and whether the response was already sent.
  */
-export async function awaitStartSettled(db: DataSource, claim: IdempotencyClaim, timeoutMs = 10_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const row = await sqlRow<KeyRow>(db.manager, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
-    if (!row || row.start_state !== 'starting') return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+export async function answerRepeat(
+  { db }: Pick<Services, 'db'>, ctx: Context, scope: string, body: unknown,
+): Promise<{ claim?: IdempotencyClaim; done: boolean }> {
+  const claim = readIdempotencyKey(ctx, (ctx.state.caller as Caller).accountId, scope, body);
+  let earlier = claim && (await findReplay(db, claim));
+  if (earlier?.inFlight) {
+    if (!(await awaitStartSettled(db, claim!))) throw keyInFlight();
+    earlier = await findReplay(db, claim!);
   }
-}
-
-/**
- * Claims the key in the caller's transaction (taking over an expired claim), or throws IdempotentReplay with the
- * first response. A concurrent first request makes this wait until it commits or rolls back.
- */
-export async function claimKey(m: EntityManager, claim: IdempotencyClaim): Promise<void> {
-  const claimed = await sqlRow(m,
-    `INSERT INTO idempotency_keys AS k (account_id, scope, key, request_hash, response_status, response_body)
-     VALUES ($1, $2, $3, $4, 0, 'null')
-     ON CONFLICT (account_id, scope, key) DO UPDATE
-        SET request_hash = EXCLUDED.request_hash, response_status = 0, response_body = 'null', created_at = now()
-      WHERE k.created_at <= now() - make_interval(secs => $5)
-     RETURNING key`,
-    [claim.accountId, claim.scope, claim.key, claim.requestHash, IDEMPOTENCY_WINDOW_SECONDS]);
-  if (claimed) return;
-  const row = await sqlRow<KeyRow>(m, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
-  const { inFlight, ...response } = replayOrConflict(claim, row!);
-  throw new IdempotentReplay(response, inFlight);
-}
-
-/** Stores the answer with the action it is about, in the transaction that created the action. */
-export async function recordResponse(m: EntityManager, claim: IdempotencyClaim, response: StoredResponse, actionId: number): Promise<void> {
-  await m.query('UPDATE idempotency_keys SET response_status = $4, response_body = $5, action_id = $6 WHERE account_id = $1 AND scope = $2 AND key = $3',
-    [claim.accountId, claim.scope, claim.key, response.status, JSON.stringify(response.body), actionId]);
+  if (earlier) send(ctx, earlier, true);
+  return { claim, done: Boolean(earlier) };
 }

@@ -1,5 +1,9 @@
 import type { Context } from 'koa';
-import { MAX_IMAGE_BYTES } from './images';
+import { MAX_IMAGE_BYTES } from '../src/generation/images';
+
+/** Where the v1 routes (`/api/v1/public`) and the v2 jobs (`/api/v2`) are served. */
+export const V1_PREFIX = '/api/v1/public';
+export const V2_PREFIX = '/api/v2';
 
 export type JsonSchema = Record<string, unknown>;
 

@@ -1,49 +1,11 @@
-import type { Client } from '@temporalio/client';
-import type { DataSource } from 'typeorm';
-import type { Config } from '../src/config';
-import type { Providers } from '../src/providers';
-import type { AssetStore } from '../src/storage/asset-store';
-import type { UrlSigner } from '../src/storage/signed-urls';
-import type { OutboundPolicy } from '../src/net/outbound';
-import type { SecretBox } from '../src/secrets';
-import type { DefaultGrouping } from '../src/db/entities/api-key';
+import type { Services } from '../src/services';
 import type { BodyBytesInFlight } from './middleware/body-bytes-in-flight';
 import type { ActionEventHub } from './live/action-event-hub';
 
-/** Everything the API's handlers use, built once at start. */
-export interface ApiServices {
-  config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>
-    /**
-     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY`, `S3_PRESIGN_SECONDS` and `HTTP_IDLE_TIMEOUT_SECONDS` (left
-     * out: a day, `redirect`, 300 and 30, as in `loadConfig`).
-     */
-    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds' | 'httpIdleTimeoutSeconds'>>;
-  db: DataSource;
-  temporal: Client;
-  store: AssetStore;
-  signer: UrlSigner;
-  /** The text provider answers analysis and the helpers; the others give polling hints and availability. */
-  providers: Providers;
-  /** Fetches of image URLs (and later webhook deliveries) go through this policy. */
-  outbound: OutboundPolicy;
-  /** Seals webhook secrets for storage. */
-  secrets: SecretBox;
+/** Everything the API's handlers use, built once at start: the use cases' services and the HTTP process's own. */
+export interface ApiServices extends Services {
   /** The request-body bytes the process may hold at once (`MAX_BODY_BYTES_IN_FLIGHT`), shared by every route. */
   bodyBytesInFlight: BodyBytesInFlight;
   /** The process's one LISTEN connection for live progress, shared by every event stream (closed at shutdown). */
   liveEvents: ActionEventHub;
-}
-
-/** Who is calling: set by the auth middleware on `ctx.state.caller`. */
-export interface Caller {
-  accountId: number;
-  keyId: number;
-  keyName: string;
-  defaultGrouping: DefaultGrouping;
-  /**
-   * The account's sparks available (balance - held) when the request arrived, read with its key: a request whose
-   * price is beyond it (and beyond a fresh read) is refused before anything is written. The hold made at commit
-   * stays the guarantee.
-   */
-  availableOnArrival: number;
 }

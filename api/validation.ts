@@ -9,7 +9,7 @@
  */
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ValidationFailed, ValidationIssue } from './errors';
+import { ValidationFailed, ValidationIssue } from '../src/errors';
 import type { JsonSchema } from './route';
 import { SHARED_SCHEMAS } from './schemas/shared';
 

@@ -8,7 +8,7 @@ import http from 'node:http';
 import Koa from 'koa';
 import { openDatabase } from '../src/db/data-source';
 import { sqlRow } from '../src/db/sql';
-import { hashApiKey } from '../src/domain/accounts';
+import { hashApiKey } from '../src/accounts/accounts';
 
 async function main(databaseUrl: string, port: number): Promise<void> {
   const db = await openDatabase(databaseUrl, { migrate: false }); // the service's pool size (the default)

@@ -3,7 +3,7 @@
  * workflow types. `node floor-worker.js <temporal address> <task queue>`; prints `ready` once polling.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { installRuntime } from '../src/temporal/worker';
+import { installRuntime } from '../app/worker';
 import * as activities from './floor-activities';
 
 async function main(address: string, taskQueue: string): Promise<void> {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../src/temporal/dev-server';
+import { freePort } from '../ops/dev-server';
 import { closedLoop, httpLoad, inBatches, warmUp } from './load';
 import { measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';

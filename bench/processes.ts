@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { stopChild } from '../src/tools/tool-process';
+import { stopChild } from '../ops/tools/tool-process';
 
 type Stopper = { name: string; stop(): Promise<void> };
 const running: Stopper[] = [];

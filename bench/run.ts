@@ -9,13 +9,13 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { portsAreFree, temporalServerPorts } from '../src/cluster/cluster';
+import { portsAreFree, temporalServerPorts } from '../ops/cluster/cluster';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { dropTemporalDatabases, resetDatabase } from '../test/support/environment';
 import { setLogLevel } from '../src/log';
-import { findTemporalCli, freePort, startDevServer } from '../src/temporal/dev-server';
-import { startTemporalServer, TEMPORAL_PORT_BASE_RANGE, TEMPORAL_SERVER_VERSION } from '../src/temporal/server';
+import { findTemporalCli, freePort, startDevServer } from '../ops/dev-server';
+import { startTemporalServer, TEMPORAL_PORT_BASE_RANGE, TEMPORAL_SERVER_VERSION } from '../ops/temporal-server';
 import { measureHttpFloors, measureWorkflowFloors } from './floors';
 import type { Figures } from './measured';
 import { stopAll, track } from './processes';

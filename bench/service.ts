@@ -1,5 +1,5 @@
 /**
- * The service's figures, each from real OS processes (`node dist/src/main.js api|worker|all`) on the run's own
+ * The service's figures, each from real OS processes (`node dist/app/main.js api|worker|all`) on the run's own
  * databases and Temporal backend, with the local renderer in its zero-cost mode. Every phase runs on a task queue
  * of its own, so the workflows one phase leaves unstarted never reach another phase's worker.
  */
@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { ServiceMode, startServiceProcess } from '../src/cluster/service-process';
+import { ServiceMode, startServiceProcess } from '../ops/cluster/service-process';
 import { deliveryWorkflowId } from '../src/temporal/contract';
-import { freePort } from '../src/temporal/dev-server';
+import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, warmUp } from './load';
 import { measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';

@@ -2,7 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Why: the housekeeping workflow drops finished webhook deliveries after their retention period (see
- * src/domain/retention.ts); this partial index finds them without reading the pending ones or the whole table.
+ * src/housekeeping/retention.ts); this partial index finds them without reading the pending ones or the whole table.
  */
 export class RetentionIndexes1732300000012 implements MigrationInterface {
   name = 'RetentionIndexes1732300000012';

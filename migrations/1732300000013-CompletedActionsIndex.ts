@@ -2,7 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Why: every minute the reconciler looks for completed actions of the last day that no workflow announced
- * (src/temporal/reconcile.ts); this partial index finds them without reading every action ever made.
+ * (src/actions/reconcile.ts); this partial index finds them without reading every action ever made.
  */
 export class CompletedActionsIndex1732300000013 implements MigrationInterface {
   name = 'CompletedActionsIndex1732300000013';

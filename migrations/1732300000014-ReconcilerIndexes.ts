@@ -2,7 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * Why: every minute the reconciler looks for completed and failed actions of the last day that no workflow announced, and
- * for pending webhook deliveries whose workflow stopped (src/temporal/reconcile.ts); these partial indexes find
+ * for pending webhook deliveries whose workflow stopped (src/actions/reconcile.ts); these partial indexes find
  * them without reading every action or delivery ever made.
  */
 export class ReconcilerIndexes1732300000014 implements MigrationInterface {

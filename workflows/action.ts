@@ -14,9 +14,10 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { ActionEnd } from '../src/domain/action-states';
-import { NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
-import { announceOutcome } from './announce';
+import {
+  type ActionOutcome, type ActionWorkflowInput, NON_RETRYABLE_FAILURE_TYPES, type ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
+} from '../src/temporal/contract';
+import { announceOutcome } from './outcome-deliveries';
 import { renderAsset, stopProviderTask } from './render';
 
 const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
@@ -34,13 +35,7 @@ const providerRetry: RetryPolicy = {
 /** The main task queue's provider call, for workflows started before provider routing. */
 const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, retry: providerRetry });
 
-export interface ActionWorkflowInput {
-  actionId: number;
-  /** The provider's task queue (absent in workflows started before provider routing). */
-  provider?: ProviderRoute;
-}
 
-export type ActionOutcome = ActionEnd;
 
 function setStatus(status: string): void {
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.actionStatus, value: status }]);

@@ -2,12 +2,9 @@
  * An outcome announced outside the action's own workflow: the reconciler closes an action whose workflow was
  * terminated or lost, and this sends its failure event. One per action and outcome (its id says which).
  */
-import { announceOutcome } from './announce';
+import type { AnnouncementInput } from '../src/temporal/contract';
+import { announceOutcome } from './outcome-deliveries';
 
-export interface AnnouncementInput {
-  actionId: number;
-  outcome: 'completed' | 'failed';
-}
 
 export async function announcementWorkflow({ actionId, outcome }: AnnouncementInput): Promise<void> {
   await announceOutcome(actionId, outcome);

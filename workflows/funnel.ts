@@ -7,34 +7,23 @@
  */
 import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { FUNNEL_REFUSALS, FunnelSetup, MAX_FUNNEL_IDEAS } from '../src/domain/funnels';
-import { FUNNEL_UPDATES, SHOWN_FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
+import { FUNNEL_REFUSALS, FunnelSetup, MAX_FUNNEL_IDEAS } from '../src/funnels/session';
+import {
+  FUNNEL_UPDATES, type FunnelOutcome, type FunnelState, type FunnelWorkflowInput, NON_RETRYABLE_FAILURE_TYPES, SHOWN_FAILURE_TYPES, TIMEOUTS,
+} from '../src/temporal/contract';
 
 const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 
 /** The text provider answers a person who waits: a couple of quick retries of a passing failure, no more. */
 const writer = proxyActivities<Activities>({
   startToCloseTimeout: '90 seconds',
-  retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: ['ProviderRefused', 'InvalidInput'] },
+  retry: { initialInterval: '1 second', maximumAttempts: 3, nonRetryableErrorTypes: NON_RETRYABLE_FAILURE_TYPES },
 });
 
 export const STEPS_PER_RUN = 50;
 
-export interface FunnelState {
-  ideas: number;
-  generated: boolean;
-}
 
-export interface FunnelWorkflowInput {
-  funnelId: number;
-  idleTimeoutSeconds: number;
-  /** Carried over continue-as-new. */
-  state?: FunnelState;
-  /** Steps before continuing as new (STEPS_PER_RUN unless set: tests use a small number). */
-  stepsPerRun?: number;
-}
 
-export type FunnelOutcome = { status: 'expired'; ideas: number; generated: boolean };
 
 const refuse = (message: string, type: string) => ApplicationFailure.create({ message, type, nonRetryable: true });
 

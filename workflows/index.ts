@@ -5,3 +5,10 @@ export { jobWorkflow } from './job';
 export { announcementWorkflow } from './announcement';
 export { funnelWorkflow } from './funnel';
 export { housekeepingWorkflow } from './housekeeping';
+
+import type { WorkflowContract } from '../src/temporal/contract';
+import type * as implemented from '.';
+
+/** Fails to compile when a workflow of the contract is missing here or its signature differs from the contract's. */
+type Implementing<T extends WorkflowContract> = T;
+export type Implemented = Implementing<typeof implemented>;

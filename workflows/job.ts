@@ -24,11 +24,11 @@ import {
   TimeoutFailure, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { JobMove, JobPhase, JobStatus } from '../src/domain/jobs';
+import type { JobMove, JobPhase, JobStatus } from '../src/jobs/states';
 import {
-  FAILURE_TYPES, NON_RETRYABLE_FAILURE_TYPES, ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
+  FAILURE_TYPES, type JobInput, type JobOutcome, NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
 } from '../src/temporal/contract';
-import { announceOutcome } from './announce';
+import { announceOutcome } from './outcome-deliveries';
 import { renderAsset, stopProviderTask } from './render';
 
 const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
@@ -38,17 +38,7 @@ const localBookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeep
 const providerRetry = { maximumAttempts: 1 };
 const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, retry: providerRetry });
 
-export interface JobInput {
-  jobId: string;
-  actionId: number;
-  maxAttempts: number;
-  /** First backoff between attempts; doubles after each. */
-  backoffMs: number;
-  /** The provider's task queue (absent in workflows started before provider routing). */
-  provider?: ProviderRoute;
-}
 
-export type JobOutcome = { status: 'succeeded'; assetPath: string } | { status: 'failed' | 'dead_letter'; error: string } | { status: 'cancelled' };
 
 const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonCancellable(step);
 

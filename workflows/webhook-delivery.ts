@@ -5,15 +5,9 @@
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
+import { type DeliveryInput, type DeliveryOutcome, FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 
-export interface DeliveryInput {
-  deliveryId: string;
-  maxAttempts: number;
-  retryInitialMs: number;
-}
 
-export type DeliveryOutcome = { status: 'delivered' | 'skipped' } | { status: 'failed'; error: string };
 
 const bookkeeping = proxyActivities<Activities>({ startToCloseTimeout: '30 seconds', retry: { maximumInterval: '30 seconds' } });
 

@@ -14,7 +14,7 @@ import type { DataSource } from 'typeorm';
 import { CONNECTION_SETTINGS, databaseUrlOf } from '../../src/db/data-source';
 import { DEFAULT_LIVE_STREAM_LIMITS, type LiveStreamLimits } from '../../src/config';
 import { log } from '../../src/log';
-import { AppError, generationUnavailable } from '../errors';
+import { AppError, generationUnavailable } from '../../src/errors';
 
 export const ACTION_EVENTS_CHANNEL = 'action_events';
 

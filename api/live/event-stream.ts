@@ -12,8 +12,8 @@
 import type { Context } from 'koa';
 import type { DataSource } from 'typeorm';
 import { prepared, preparedRows } from '../../src/db/prepared';
-import { ValidationFailed } from '../errors';
-import type { Caller } from '../services';
+import { ValidationFailed } from '../../src/errors';
+import type { Caller } from '../../src/services';
 import type { ActionEventHub } from './action-event-hub';
 
 /** What a client may leave unread before its stream is ended (it resumes with Last-Event-ID). */

@@ -1,7 +1,8 @@
 import type { Middleware } from 'koa';
-import { hashApiKey } from '../../src/domain/accounts';
-import { AppError } from '../errors';
-import type { ApiServices, Caller } from '../services';
+import { hashApiKey } from '../../src/accounts/accounts';
+import { AppError } from '../../src/errors';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
 import { CountedKeyLookup } from './counted-key-lookup';
 
 /**

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { DefaultGrouping } from '../../src/db/entities/api-key';
 import { prepared, preparedRows } from '../../src/db/prepared';
-import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/domain/retention';
+import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/housekeeping/retention';
 import type { CountedRequest } from './rate-limit';
 
 /**

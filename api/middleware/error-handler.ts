@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { databaseAway } from '../../src/db/sql';
 import { log } from '../../src/log';
-import { AppError, ValidationFailed } from '../errors';
+import { AppError, ValidationFailed } from '../../src/errors';
 
 /** Seconds a request refused while the database is away is asked to wait. */
 const DATABASE_AWAY_RETRY_SECONDS = 5;

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware } from 'koa';
-import { AppError, badRequest, generationUnavailable, ValidationFailed, type ValidationIssue } from '../errors';
+import { AppError, badRequest, generationUnavailable, ValidationFailed, type ValidationIssue } from '../../src/errors';
 import type { BodyBytesInFlight, BodyReservation } from './body-bytes-in-flight';
 import { MIN_BODY_BYTES_PER_SECOND, watchBodyPace } from './body-pace';
 

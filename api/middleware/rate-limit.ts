@@ -1,8 +1,9 @@
 import type { Middleware } from 'koa';
 import { rateLimited } from '../../src/metrics/registry';
-import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/domain/retention';
-import { AppError } from '../errors';
-import type { ApiServices, Caller } from '../services';
+import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/housekeeping/retention';
+import { AppError } from '../../src/errors';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
 
 /**
  * A request counted in its key's window (the fixed window of RATE_LIMIT_WINDOW_SECONDS that the database's clock,

@@ -1,11 +1,12 @@
 /** POST /analyze: category, product name and qualities of a product photo, from the text provider. Free. */
-import { requireProvider } from '../actions/submit';
-import { analyzeProduct } from '../ask-text-provider';
-import { imageReader } from '../images';
-import { resolveLocale } from '../locale';
+import { requireProvider } from '../../src/actions/submit';
+import { analyzeProduct } from '../../src/generation/ask-text-provider';
+import { imageReader } from '../../src/generation/images';
+import { resolveLocale } from '../../src/locale';
 import type { Route } from '../route';
 import { AnalyzeRequest, analysisSchema, analyzeRequestSchema } from '../schemas/helpers';
-import type { ApiServices, Caller } from '../services';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
 
 export function analyzeRoutes(services: ApiServices): Route[] {
   const readImage = imageReader(services);

@@ -2,31 +2,15 @@
  * POST /edit/{action_id}: a new version of a card, made from a completed action's result. The new action sits on
  * the same card one level deeper; the card's active version moves to it once it completes.
  */
-import { Action } from '../../src/db/entities';
-import type { EditParams } from '../../src/domain/action-params';
-import { readPriceList } from '../../src/domain/pricing';
-import { answerRepeat, newVersionOf, send, submitAction, V1_PREFIX } from '../actions/submit';
-import { AppError, unsupportedParameter } from '../errors';
-import { idempotencyHeader } from '../idempotency';
-import { requireOwn } from '../ownership';
-import type { Route } from '../route';
+import type { EditParams } from '../../src/actions/params';
+import { newVersionOf, submitAction } from '../../src/actions/submit';
+import { readPriceList } from '../../src/billing/pricing';
+import { editableSource } from '../../src/generation/prepare';
+import type { Caller } from '../../src/services';
+import { answerRepeat, idempotencyHeader, send } from '../idempotency';
+import { type Route, V1_PREFIX } from '../route';
 import { actionIdPath, editRequestSchema } from '../schemas/generate';
-import type { ApiServices, Caller } from '../services';
-
-export const MAX_EDIT_DEPTH = 99;
-
-/** Checks that `sourceId` can be edited by the caller and answers it (shared with v2 edit jobs). */
-export async function editableSource(services: ApiServices, caller: Caller, sourceId: number): Promise<Action> {
-  const source = await requireOwn(services.db.manager, Action, sourceId, caller, 'Action');
-  if (source.status !== 'completed' || !source.assetPath) {
-    throw new AppError(409, 'action_not_completed', `Action ${sourceId} is ${source.status}; only a completed action can be edited`, { status: source.status });
-  }
-  if (source.product === 'video') throw unsupportedParameter('A video cannot be edited');
-  if (source.depth + 1 > MAX_EDIT_DEPTH) {
-    throw new AppError(409, 'edit_depth_exceeded', `Action ${sourceId} is at depth ${source.depth}; edits go at most ${MAX_EDIT_DEPTH} deep`, { max_depth: MAX_EDIT_DEPTH });
-  }
-  return source;
-}
+import type { ApiServices } from '../services';
 
 export function editRoutes(services: ApiServices): Route[] {
   const { db } = services;

@@ -6,32 +6,36 @@
  */
 import { Action } from '../../src/db/entities';
 import { sqlRow } from '../../src/db/sql';
-import type { CardParams } from '../../src/domain/action-params';
-import { findCategory } from '../../src/domain/catalogue';
+import type { CardParams } from '../../src/actions/params';
+import { findCategory } from '../../src/generation/catalogue';
 import {
   DEFAULT_FUNNEL_IDLE_TIMEOUT_SECONDS, FUNNEL_COLUMNS, FUNNEL_REFUSALS, FunnelIdea, FunnelProduct, FunnelRow, FunnelSetup, MAX_FUNNEL_IDEAS,
-} from '../../src/domain/funnels';
-import { readPriceList } from '../../src/domain/pricing';
+} from '../../src/funnels/session';
+import { readPriceList } from '../../src/billing/pricing';
 import { log } from '../../src/log';
 import type { SurveyQuestion } from '../../src/providers/provider';
 import { FUNNEL_UPDATES } from '../../src/temporal/contract';
-import { startFunnelWorkflow } from '../../src/temporal/start-funnel';
-import { askFunnel } from '../funnel-steps';
-import { requireProvider, send, submitAction } from '../actions/submit';
-import { analyzeProduct, askTextProvider } from '../ask-text-provider';
-import { AppError, forbidden, generationUnavailable, notFound, unsupportedParameter } from '../errors';
-import { insertProject } from '../grouping';
+import { startFunnelWorkflow } from '../../src/temporal/starts';
+import { askFunnel } from '../../src/funnels/steps';
+import { requireProvider, submitAction } from '../../src/actions/submit';
+import { send } from '../idempotency';
+import { analyzeProduct, askTextProvider } from '../../src/generation/ask-text-provider';
+import { AppError, forbidden, generationUnavailable, notFound, unsupportedParameter } from '../../src/errors';
+import { insertProject } from '../../src/projects/grouping';
 import { idempotencyHeader } from '../idempotency';
-import { inputKeys, storeInputs } from '../images';
-import { resolveLocale } from '../locale';
+import { inputKeys, storeInputs } from '../../src/generation/images';
+import { resolveLocale } from '../../src/locale';
 import type { Route, RouteResponse } from '../route';
 import {
   FunnelGenerateRequest, funnelGenerateSchema, funnelIdeaResponse, funnelIdPath, funnelResponse, FunnelSetupRequest, funnelSetupSchema,
   StartFunnelRequest, startFunnelSchema,
 } from '../schemas/funnels';
 import { ref } from '../schemas/shared';
-import type { ApiServices, Caller } from '../services';
-import { ERRORS as GENERATION_ERRORS, generationKit } from './generate';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
+import { GENERATION_ERRORS, generationResponse } from '../generation';
+import { answerRepeat } from '../idempotency';
+import { generationPreparation } from '../../src/generation/prepare';
 
 /** How long a generate's answer waits for the session workflow to note its card (the card is committed already). */
 const RECORD_CARD_DEADLINE_MS = 5_000;
@@ -50,7 +54,7 @@ const refused = (code: string, message: string, details?: Record<string, unknown
 
 export function funnelRoutes(services: ApiServices): Route[] {
   const { db, providers, signer, temporal, config } = services;
-  const { readImage, readImages, replayed, generationResponse } = generationKit(services);
+  const { readImage, readImages } = generationPreparation(services);
 
   async function ownFunnel(id: number, caller: Caller): Promise<FunnelRow> {
     const [row] = await db.query(`SELECT ${FUNNEL_COLUMNS} FROM funnels WHERE id = $1`, [id]);
@@ -266,7 +270,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
       async handle(ctx, { params, body }: { params: { funnel_id: number }; body: FunnelGenerateRequest }) {
         const caller = ctx.state.caller as Caller;
         const funnel = await ownFunnel(params.funnel_id, caller);
-        const { claim, done } = await replayed(ctx, `v1:funnels/${funnel.id}/generate`, body);
+        const { claim, done } = await answerRepeat(services, ctx, `v1:funnels/${funnel.id}/generate`, body);
         if (done) return;
         if (funnel.status === 'expired') throw refused(FUNNEL_REFUSALS.expired, 'The session has ended; it only answers GET');
         if (funnel.action_id) {

@@ -1,23 +1,24 @@
 /**
  * The AI helpers (synchronous): POST /wishes/suggest, POST /video/suggest-scenario, GET /helpers/usage. Each call
  * is reserved (counted as in flight, and a new paid block's spark held) before the provider writes, and finished
- * after it, each in its own short transaction (src/domain/helper-usage.ts): a failed call is neither counted nor
+ * after it, each in its own short transaction (src/helper-usage/usage.ts): a failed call is neither counted nor
  * charged, and no lock is held while the provider works.
  */
-import { categoryOfConcept } from '../../src/domain/catalogue';
+import { categoryOfConcept } from '../../src/generation/catalogue';
 import {
   cancelHelperCall, completeHelperCall, FREE_HELPER_CALLS, HelperCallUnpaid, readHelperUsage, reserveHelperCall,
-} from '../../src/domain/helper-usage';
+} from '../../src/helper-usage/usage';
 import { log } from '../../src/log';
-import { askTextProvider } from '../ask-text-provider';
-import { AppError, badRequest, generationUnavailable } from '../errors';
-import { resolveLocale } from '../locale';
+import { askTextProvider } from '../../src/generation/ask-text-provider';
+import { AppError, badRequest, generationUnavailable } from '../../src/errors';
+import { resolveLocale } from '../../src/locale';
 import type { Route, RouteResponse } from '../route';
 import {
   helperUsageSchema, ScenarioRequest, scenarioRequestSchema, WishesRequest, wishesRequestSchema,
 } from '../schemas/helpers';
-import type { ApiServices, Caller } from '../services';
-import { generationKit } from './generate';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
+import { generationPreparation } from '../../src/generation/prepare';
 
 /** The longest answers, so that they fit where they are meant to go (a card's user_text, a video's scenario). */
 export const MAX_WISHES_CHARS = 5000;
@@ -44,7 +45,7 @@ function clipped(text: string, max: number): string {
 
 export function helperRoutes(services: ApiServices): Route[] {
   const { db, providers } = services;
-  const { readImage, readImages } = generationKit(services);
+  const { readImage, readImages } = generationPreparation(services);
 
   function requireTextProvider(): void {
     const reason = providers.unavailable.text;
@@ -64,7 +65,7 @@ export function helperRoutes(services: ApiServices): Route[] {
       answer = clipped(await askTextProvider(FAILED, ask), max);
       if (!answer) throw new AppError(500, FAILED, 'The text provider answered no text');
     } catch (err) {
-      // If even this fails, the reservation expires and is cancelled the same way (src/main.ts).
+      // If even this fails, the reservation expires and is cancelled the same way (app/main.ts).
       await cancelHelperCall(db, reservation).catch((undo) => log.error('could not cancel a failed helper call; it will expire', { error: String(undo) }));
       throw err;
     }

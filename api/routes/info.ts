@@ -1,9 +1,10 @@
-import { CATEGORIES } from '../../src/domain/catalogue';
-import { readBalance } from '../../src/domain/billing';
-import { readPriceList } from '../../src/domain/pricing';
+import { CATEGORIES } from '../../src/generation/catalogue';
+import { readBalance } from '../../src/billing/sparks';
+import { readPriceList } from '../../src/billing/pricing';
 import type { Route } from '../route';
 import { ref } from '../schemas/shared';
-import type { ApiServices, Caller } from '../services';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
 
 const CATALOGUE_BODY = { categories: CATEGORIES };
 

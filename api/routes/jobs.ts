@@ -5,25 +5,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { prepared, preparedRow } from '../../src/db/prepared';
-import type { EditParams } from '../../src/domain/action-params';
-import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/domain/jobs';
-import { readPriceList } from '../../src/domain/pricing';
-import { cancelJob } from '../actions/cancel';
-import { answerRepeat, newVersionOf, send, submitAction } from '../actions/submit';
-import { notFound } from '../errors';
-import type { Route } from '../route';
+import type { EditParams } from '../../src/actions/params';
+import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/jobs/states';
+import { readPriceList } from '../../src/billing/pricing';
+import { cancelJob } from '../../src/actions/cancel';
+import { newVersionOf, submitAction } from '../../src/actions/submit';
+import { answerRepeat, send } from '../idempotency';
+import { notFound } from '../../src/errors';
+import { type Route, V2_PREFIX } from '../route';
 import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
-import type { ApiServices, Caller } from '../services';
-import { editableSource } from './edit';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
+import { editableSource, generationPreparation } from '../../src/generation/prepare';
 import { iso, moneyView } from '../representations';
 import { MONEY_FIELDS, MONEY_PROPERTIES } from '../schemas/shared';
 import type { HoldStatus } from '../../src/db/entities/spark-hold';
-import { ERRORS, generationKit } from './generate';
+import { GENERATION_ERRORS } from '../generation';
 import { idempotencyHeader } from '../idempotency';
 import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
 import { actionEventStreamResponses } from '../live/event-schemas';
 
-export const V2_PREFIX = '/api/v2';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const jobIdPath = { type: 'object', required: ['job_id'], properties: { job_id: { type: 'string', maxLength: 64, description: 'UUID' } } };
@@ -93,7 +94,7 @@ interface JobRow {
 
 export function jobRoutes(services: ApiServices): Route[] {
   const { db, signer, providers, liveEvents } = services;
-  const kit = generationKit(services);
+  const kit = generationPreparation(services);
 
   /** The 202 of a new job; its price is held as the answer commits (and a replay answers the same). */
   const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit', price: number) => ({
@@ -132,12 +133,12 @@ export function jobRoutes(services: ApiServices): Route[] {
       body: photoRequestSchema,
       bodyImages: 5,
       headers: [idempotencyHeader],
-      responses: { 202: { description: 'The job, queued', schema: createJobSchema }, ...ERRORS },
+      responses: { 202: { description: 'The job, queued', schema: createJobSchema }, ...GENERATION_ERRORS },
       async handle(ctx, { body }: { body: PhotoRequest }) {
         const caller = ctx.state.caller as Caller;
-        const { claim, done } = await kit.replayed(ctx, 'v2:generation.execute', body);
+        const { claim, done } = await answerRepeat(services, ctx, 'v2:generation.execute', body);
         if (done) return;
-        const { found, price, params, images } = await kit.preparePhoto(ctx, body, caller);
+        const { found, price, params, images } = await kit.preparePhoto(body, caller, ctx.get('Accept-Language'));
         const jobId = randomUUID();
         const response = await submitAction(services, {
           caller, type: 'generate', product: 'photo', price, params, inputs: images, idempotency: claim,
@@ -163,7 +164,7 @@ export function jobRoutes(services: ApiServices): Route[] {
       headers: [idempotencyHeader],
       responses: {
         202: { description: 'The job, queued', schema: createJobSchema },
-        402: ERRORS[402],
+        402: GENERATION_ERRORS[402],
         403: { description: '`forbidden`: the action belongs to another account' },
         404: { description: '`not_found`: the action does not exist' },
         409: { description: '`action_not_completed`, `edit_depth_exceeded`, or `idempotency_conflict`' },

@@ -3,13 +3,14 @@
  */
 import { In } from 'typeorm';
 import { Action, Card, Project } from '../../src/db/entities';
-import { badRequest } from '../errors';
-import { requireOwn } from '../ownership';
+import { badRequest } from '../../src/errors';
+import { requireOwn } from '../../src/accounts/ownership';
 import { actionSummaryView, cardActionView, cardView, projectView } from '../representations';
 import type { Route } from '../route';
 import { ref } from '../schemas/shared';
-import type { ApiServices, Caller } from '../services';
-import { categoryOfConcept } from '../../src/domain/catalogue';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
+import { categoryOfConcept } from '../../src/generation/catalogue';
 
 const projectFields = {
   name: { type: 'string', maxLength: 200 },

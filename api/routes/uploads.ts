@@ -2,10 +2,11 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { sqlRow } from '../../src/db/sql';
-import { AppError } from '../errors';
-import { checkImage, decodeBase64Image, inputKey } from '../images';
+import { AppError } from '../../src/errors';
+import { checkImage, decodeBase64Image, inputKey } from '../../src/generation/images';
 import type { Route } from '../route';
-import type { ApiServices, Caller } from '../services';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
 
 export const UPLOAD_TTL_SECONDS = 3600;
 export const MAX_ACTIVE_UPLOADS = 20;

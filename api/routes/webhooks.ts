@@ -4,12 +4,13 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Context } from 'koa';
 import { sqlRow, sqlRows } from '../../src/db/sql';
-import { MAX_WEBHOOKS, newWebhookSecret, REGISTERED_ATTEMPTS, WEBHOOK_EVENTS } from '../../src/domain/webhooks';
-import { OutboundRefused } from '../../src/net/outbound';
-import { startDeliveryWorkflow } from '../../src/temporal/deliveries';
-import { AppError, forbidden, notFound, ValidationFailed } from '../errors';
+import { MAX_WEBHOOKS, newWebhookSecret, REGISTERED_ATTEMPTS, WEBHOOK_EVENTS } from '../../src/webhooks/events';
+import { checkWebhookUrl } from '../../src/webhooks/urls';
+import { startDeliveryWorkflow } from '../../src/temporal/starts';
+import { AppError, forbidden, notFound, ValidationFailed } from '../../src/errors';
 import type { Route } from '../route';
-import type { ApiServices, Caller } from '../services';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
 import { iso } from '../representations';
 
 const webhookIdPath = {
@@ -53,17 +54,6 @@ function refuse(field: string, msg: string, type: string): never {
   throw new ValidationFailed([{ loc: ['body', field], msg, type }]);
 }
 
-/** The rules an ad-hoc `webhook_url` must meet when a request names one (422 otherwise). */
-export async function checkAdHocWebhookUrl(outbound: ApiServices['outbound'], raw: string): Promise<void> {
-  try {
-    await outbound.checkResolves(outbound.checkUrl(raw));
-  } catch (err) {
-    if (err instanceof OutboundRefused) refuse('webhook_url', `The URL ${err.message}`, 'url');
-    throw err;
-  }
-}
-
-
 export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiServices): Route[] {
   async function ownWebhook(ctx: Context, id: number) {
     const hook = await sqlRow(db.manager, 'SELECT id, account_id FROM webhooks WHERE id = $1 AND deleted_at IS NULL', [id]);
@@ -88,14 +78,7 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
         const caller = ctx.state.caller as Caller;
         const unknown = (body.events ?? []).filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
         if (unknown.length > 0) refuse('events', `Unknown event names: ${unknown.join(', ')}; known: ${WEBHOOK_EVENTS.join(', ')}`, 'enum');
-        let url: URL;
-        try {
-          url = outbound.checkUrl(body.url);
-          await outbound.checkResolves(url);
-        } catch (err) {
-          if (err instanceof OutboundRefused) refuse('url', `The URL ${err.message}`, 'url');
-          throw err;
-        }
+        const url = await checkWebhookUrl(outbound, body.url, 'url');
         const events = body.events && body.events.length > 0 ? [...new Set(body.events)] : [...WEBHOOK_EVENTS];
         const secret = newWebhookSecret();
         const created = await db.transaction(async (m) => {

@@ -1,5 +1,5 @@
 /** Request and response bodies of the funnel session endpoints (the same objects AJV enforces and OpenAPI publishes). */
-import { MAX_FUNNEL_IDEAS } from '../../src/domain/funnels';
+import { MAX_FUNNEL_IDEAS } from '../../src/funnels/session';
 import { ASPECT_RATIOS, ref, timestamp } from './shared';
 
 type ImageInputBody = { url?: string; data?: string; media_type: string };

@@ -1,8 +1,8 @@
 /** Request bodies of the generation endpoints (the same objects AJV enforces and OpenAPI publishes). */
 import { ASPECT_RATIOS, ref } from './shared';
+import type { Locale } from '../../src/locale';
 
 type ImageInputBody = { url?: string; data?: string; media_type: string };
-type Locale = 'ru' | 'en' | 'es';
 
 /** Fields every generation request may carry. */
 const commonFields = {

@@ -1,6 +1,6 @@
 /** Bodies and answers of POST /analyze and the AI helpers (the same objects AJV enforces and OpenAPI publishes). */
-import { HELPER_CALLS_PER_SPARK, FREE_HELPER_CALLS } from '../../src/domain/helper-usage';
-import type { Locale } from '../locale';
+import { HELPER_CALLS_PER_SPARK, FREE_HELPER_CALLS } from '../../src/helper-usage/usage';
+import type { Locale } from '../../src/locale';
 import { ref } from './shared';
 
 /** The helpers take images as base64 `data` only (or an `upl_` upload id in `data`); no URLs. */

@@ -2,12 +2,12 @@
  * Schemas shared by several endpoints, registered in AJV by `$id` and published under components/schemas in the
  * OpenAPI document. Reference them as `{ $ref: 'Name' }`.
  */
-import { CATEGORY_IDS, CONCEPT_IDS } from '../../src/domain/catalogue';
+import { CATEGORY_IDS, CONCEPT_IDS } from '../../src/generation/catalogue';
+import { LOCALES } from '../../src/locale';
 
 const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
 const timestamp = { type: 'string', format: 'date-time' };
 
-export const LOCALES = ['ru', 'en', 'es'] as const;
 export const ASPECT_RATIOS = ['9:16', '4:3', '1:1', '16:9', '3:4'] as const;
 
 /**

@@ -3,7 +3,7 @@
  * chosen by configuration. The local renderer implements all three; the Gemini adapter images and text, the Runway
  * adapter video. Every adapter maps its wire errors onto ProviderError in one place.
  */
-export type Locale = 'ru' | 'en' | 'es';
+import type { Locale } from '../locale';
 
 export interface ProductAnalysis {
   category_id: string;

@@ -1,10 +1,13 @@
 /**
- * What the API, the worker and the workflows agree on: workflow ids, search attribute keys and timeout presets.
- * Pure constants only: workflows import this module too.
+ * What the API, the worker and the workflows agree on: the workflows' signatures, workflow ids, search attribute
+ * keys, updates, task queues, timeout presets and failure types. Pure constants and types only: workflows import
+ * this module too (the lint's allowed list).
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineUpdate } from '@temporalio/workflow';
-import type { FunnelIdea, FunnelSetup } from '../domain/funnels';
+import type { ActionEnd } from '../actions/states';
+import type { FunnelIdea, FunnelSetup } from '../funnels/session';
+import type { PurgedRecords } from '../housekeeping/retention';
 
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('AccountId', SearchAttributeType.INT),
@@ -97,3 +100,69 @@ export const NON_RETRYABLE_FAILURE_TYPES = [FAILURE_TYPES.providerRefused, FAILU
  * failure (a database or storage error, a bug) may carry internal paths or addresses: it is logged, not shown.
  */
 export const SHOWN_FAILURE_TYPES: readonly string[] = [FAILURE_TYPES.providerRefused, FAILURE_TYPES.providerUnavailable, FAILURE_TYPES.invalidInput];
+
+// The workflows: what each is started with and answers. `workflows/index.ts` proves at compile time that every one
+// is implemented with this signature, and every start (`src/temporal/starts.ts`) is typed by it, so a renamed
+// workflow or a changed argument fails to build on both sides.
+
+export interface ActionWorkflowInput {
+  actionId: number;
+  /** The provider's task queue (absent in workflows started before provider routing). */
+  provider?: ProviderRoute;
+}
+
+export type ActionOutcome = ActionEnd;
+
+export interface JobInput {
+  jobId: string;
+  actionId: number;
+  maxAttempts: number;
+  /** First backoff between attempts; doubles after each. */
+  backoffMs: number;
+  /** The provider's task queue (absent in workflows started before provider routing). */
+  provider?: ProviderRoute;
+}
+
+export type JobOutcome = { status: 'succeeded'; assetPath: string } | { status: 'failed' | 'dead_letter'; error: string } | { status: 'cancelled' };
+
+export interface FunnelState {
+  ideas: number;
+  generated: boolean;
+}
+
+export interface FunnelWorkflowInput {
+  funnelId: number;
+  idleTimeoutSeconds: number;
+  /** Carried over continue-as-new. */
+  state?: FunnelState;
+  /** Steps before continuing as new (STEPS_PER_RUN unless set: tests use a small number). */
+  stepsPerRun?: number;
+}
+
+export type FunnelOutcome = { status: 'expired'; ideas: number; generated: boolean };
+
+export interface DeliveryInput {
+  deliveryId: string;
+  maxAttempts: number;
+  retryInitialMs: number;
+}
+
+export type DeliveryOutcome = { status: 'delivered' | 'skipped' } | { status: 'failed'; error: string };
+
+export interface AnnouncementInput {
+  actionId: number;
+  outcome: 'completed' | 'failed';
+}
+
+export type HousekeepingReport = PurgedRecords & { uploads: number; inputs: number };
+
+/** Every workflow type by its name, with the signature its starts and its implementation share. */
+export interface WorkflowContract {
+  actionWorkflow: (input: ActionWorkflowInput) => Promise<ActionOutcome>;
+  jobWorkflow: (input: JobInput) => Promise<JobOutcome>;
+  funnelWorkflow: (input: FunnelWorkflowInput) => Promise<FunnelOutcome>;
+  webhookDeliveryWorkflow: (input: DeliveryInput) => Promise<DeliveryOutcome>;
+  announcementWorkflow: (input: AnnouncementInput) => Promise<void>;
+  housekeepingWorkflow: () => Promise<HousekeepingReport>;
+}
+export type WorkflowType = keyof WorkflowContract;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { actionWorkflowId } from '../../src/temporal/contract';
-import { createProviderWorkers, createWorker } from '../../src/temporal/worker';
+import { createProviderWorkers, createWorker } from '../../app/worker';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { createWorker } from '../../src/temporal/worker';
+import { createWorker } from '../../app/worker';
 import { actionWorkflowId, funnelWorkflowId } from '../../src/temporal/contract';
-import { MAX_FUNNEL_IDEAS } from '../../src/domain/funnels';
-import { grantToAccount } from '../../src/domain/accounts';
+import { MAX_FUNNEL_IDEAS } from '../../src/funnels/session';
+import { grantToAccount } from '../../src/accounts/accounts';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { HeicConversionTimedOut, HeicConverter, HeicConverterBusy } from '../../api/heic-converter';
+import { HeicConversionTimedOut, HeicConverter, HeicConverterBusy } from '../../src/generation/heic-converter';
 import { largeHeic, SAMPLE_HEIC } from '../support/heic';
 
 const SAMPLE_PIXELS = 320 * 320;

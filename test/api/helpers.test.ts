@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { DataSource } from 'typeorm';
-import { grantSparks } from '../../src/domain/billing';
+import { grantSparks } from '../../src/billing/sparks';
 import { allFrom, Providers, UnconfiguredProvider } from '../../src/providers';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProductAnalysis, ProviderError } from '../../src/providers/provider';

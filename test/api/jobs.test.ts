@@ -224,7 +224,7 @@ describe('v2 jobs over HTTP', function () {
     after(() => stack.stop());
 
     it('ends cancelled at once (cancelled: true) and releases the hold', async () => {
-      const { startServiceProcess } = await import('../../src/cluster/service-process');
+      const { startServiceProcess } = await import('../../ops/cluster/service-process');
       const { testEnvironment } = await import('../support/environment');
       const os = await import('node:os');
       const path = await import('node:path');

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { routeGroups } from '../../api/app';
-import { ValidationFailed } from '../../api/errors';
+import { ValidationFailed } from '../../src/errors';
 import { findUnstorable, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../api/middleware/json-body';
 import { bodyLimit, DEFAULT_BODY_LIMIT_BYTES, type JsonSchema, type Route } from '../../api/route';
 import { SHARED_SCHEMAS } from '../../api/schemas/shared';
@@ -15,7 +15,7 @@ import { apiClient, type ApiResponse, clearOfRateWindowEdge, eventually, jpegBas
 import { rawRequest, RawRequest } from '../support/raw-http';
 import { Stack, startApiPair, startStack } from '../support/stack';
 import { testEnvironment } from '../support/environment';
-import { startServiceProcess } from '../../src/cluster/service-process';
+import { startServiceProcess } from '../../ops/cluster/service-process';
 
 const V2 = '/api/v2';
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;

@@ -379,9 +379,9 @@ describe('live progress (Server-Sent Events)', function () {
 
   describe('a real API process', () => {
     it('on SIGTERM ends its open streams and exits', async () => {
-      const { startServiceProcess } = await import('../../src/cluster/service-process');
+      const { startServiceProcess } = await import('../../ops/cluster/service-process');
       const { testEnvironment } = await import('../support/environment');
-      const { freePort } = await import('../../src/temporal/dev-server');
+      const { freePort } = await import('../../ops/dev-server');
       const os = await import('node:os');
       const path = await import('node:path');
       const port = await freePort();

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, type QueryConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import { CountedKeyLookup } from '../../api/middleware/counted-key-lookup';
-import { hashApiKey, revokeKey } from '../../src/domain/accounts';
+import { hashApiKey, revokeKey } from '../../src/accounts/accounts';
 import { apiClient, clearOfRateWindowEdge, newAccount, V1 } from '../support/fixtures';
 import { Stack, startApiPair } from '../support/stack';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { DataSource } from 'typeorm';
 import { openDatabase } from '../../src/db/data-source';
-import { readBalance } from '../../src/domain/billing';
+import { readBalance } from '../../src/billing/sparks';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, V1 } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';
@@ -20,7 +20,7 @@ async function npmAdmin(...args: string[]) {
 
 async function admin(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
-    const { stdout, stderr } = await run('node', [path.join(ROOT, 'dist/src/cli/admin.js'), ...args], { env: { ...process.env, DATABASE_URL: testEnvironment().databaseUrl } });
+    const { stdout, stderr } = await run('node', [path.join(ROOT, 'dist/app/cli/admin.js'), ...args], { env: { ...process.env, DATABASE_URL: testEnvironment().databaseUrl } });
     return { stdout, stderr, code: 0 };
   } catch (err) {
     const e = err as { stdout: string; stderr: string; code: number };

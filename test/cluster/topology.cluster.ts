@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { Cluster, portsAreFree, startCluster, temporalServerPorts } from '../../src/cluster/cluster';
+import { Cluster, portsAreFree, startCluster, temporalServerPorts } from '../../ops/cluster/cluster';
 import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';

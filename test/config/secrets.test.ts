@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config';
 import { loadSecret } from '../../src/secrets';
 import { testEnvironment } from '../support/environment';
 import { withEnv } from '../support/fixtures';
-import { startServiceProcess } from '../../src/cluster/service-process';
+import { startServiceProcess } from '../../ops/cluster/service-process';
 
 describe('service secrets', () => {
   const strong = randomBytes(32).toString('hex');

@@ -8,10 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { UrlSigner } from '../../src/storage/signed-urls';
-import { freePort } from '../../src/temporal/dev-server';
+import { freePort } from '../../ops/dev-server';
 import { testEnvironment, testS3Store } from '../support/environment';
 import { withEnv } from '../support/fixtures';
-import { startServiceProcess } from '../../src/cluster/service-process';
+import { startServiceProcess } from '../../ops/cluster/service-process';
 
 const UNSET = {
   ASSET_STORE: '', ASSET_DELIVERY: '', S3_BUCKET: '', S3_ENDPOINT: '', S3_REGION: '', S3_FORCE_PATH_STYLE: '', S3_ACCESS_KEY_ID: '',

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import path from 'node:path';
-import { startServiceProcess } from '../../src/cluster/service-process';
-import { workerQueues } from '../../src/temporal/worker';
+import { startServiceProcess } from '../../ops/cluster/service-process';
+import { workerQueues } from '../../app/worker';
 import { testEnvironment } from '../support/environment';
 import { eventually } from '../support/fixtures';
 

@@ -10,8 +10,8 @@ import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { parse } from 'yaml';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../src/temporal/contract';
-import { goModuleDir, TEMPORAL_SERVER_VERSION } from '../../src/temporal/server';
-import { TEMPORAL_UI_VERSION } from '../../src/temporal/ui-server';
+import { goModuleDir, TEMPORAL_SERVER_VERSION } from '../../ops/temporal-server';
+import { TEMPORAL_UI_VERSION } from '../../ops/ui-server';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const COMPOSE_GO = { module: 'github.com/compose-spec/compose-go/v2', version: 'v2.16.2' };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { DataSource } from 'typeorm';
 import { openDatabase } from '../../src/db/data-source';
-import { grantSparks, holdSparks, InsufficientSparks, readBalance, settleHold, transactionWithHolds } from '../../src/domain/billing';
+import { grantSparks, holdSparks, InsufficientSparks, readBalance, settleHold, transactionWithHolds } from '../../src/billing/sparks';
 import { testEnvironment } from '../support/environment';
 import { assertMoneyConsistent, newAccount, placeAction } from '../support/fixtures';
 

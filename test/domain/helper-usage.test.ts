@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import type { DataSource } from 'typeorm';
 import { openDatabase } from '../../src/db/data-source';
-import { readBalance } from '../../src/domain/billing';
+import { readBalance } from '../../src/billing/sparks';
 import {
   cancelHelperCall, completeHelperCall, expireHelperReservations, HelperCallUnpaid, paidBlocks, reserveHelperCall,
-} from '../../src/domain/helper-usage';
+} from '../../src/helper-usage/usage';
 import { testEnvironment } from '../support/environment';
 import { assertMoneyConsistent, newAccount } from '../support/fixtures';
 

@@ -21,7 +21,7 @@ import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fi
 import { startHttpsServer } from '../support/https-server';
 import { RunwayServer, startRunwayServer } from '../support/runway-server';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
-import { reconcile } from '../../src/temporal/reconcile';
+import { reconcile } from '../../src/actions/reconcile';
 
 interface Row { backend: BackendKind; scenario: string; jobs: number; lost: number; doubleCharged: number; recoverSeconds: number | null }
 const ROWS: Row[] = [];

@@ -10,12 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { portsAreFree, temporalServerPorts } from '../../src/cluster/cluster';
-import { ServiceProcess, startServiceProcess } from '../../src/cluster/service-process';
+import { portsAreFree, temporalServerPorts } from '../../ops/cluster/cluster';
+import { ServiceProcess, startServiceProcess } from '../../ops/cluster/service-process';
 import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
-import { freePort, startDevServer } from '../../src/temporal/dev-server';
-import { startTemporalServer } from '../../src/temporal/server';
+import { freePort, startDevServer } from '../../ops/dev-server';
+import { startTemporalServer } from '../../ops/temporal-server';
 import { dropTemporalDatabases, resetDatabase } from '../support/environment';
 import { OwnPostgres, startOwnPostgres } from './postgres';
 

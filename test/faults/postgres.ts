@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/temporal/dev-server';
+import { freePort } from '../../ops/dev-server';
 
 export interface OwnPostgres {
   /** The URL of database `name` on it. */

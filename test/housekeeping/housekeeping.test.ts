@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
-import { RETENTION } from '../../src/domain/retention';
-import { ensureHousekeepingSchedule } from '../../src/temporal/housekeeping';
-import type { HousekeepingReport } from '../../workflows/housekeeping';
+import { RETENTION } from '../../src/housekeeping/retention';
+import { ensureHousekeepingSchedule } from '../../src/housekeeping/schedule';
+import type { HousekeepingReport } from '../../src/temporal/contract';
 import { eventually, newAccount, placeAction } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { CATEGORY_IDS } from '../../src/domain/catalogue';
+import { CATEGORY_IDS } from '../../src/generation/catalogue';
 import { GeminiProvider } from '../../src/providers/gemini';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { CardJob, PhotoJob, ProviderError } from '../../src/providers/provider';

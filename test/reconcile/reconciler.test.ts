@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { ADVISORY_LOCKS } from '../../src/db/data-source';
-import { settleHold } from '../../src/domain/billing';
-import { abandonStart, closeAction, releaseAndClose } from '../../src/domain/action-states';
+import { settleHold } from '../../src/billing/sparks';
+import { abandonStart, closeAction, releaseAndClose } from '../../src/actions/states';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
-import { announceUnannouncedOutcomes, reconcileExclusively, reconcileLostWorkflows, settleLostDeliveries, settleStarts } from '../../src/temporal/reconcile';
+import { announceUnannouncedOutcomes, reconcileExclusively, reconcileLostWorkflows, settleLostDeliveries, settleStarts } from '../../src/actions/reconcile';
 import { completeRendered } from '../../activities/action-lifecycle';
-import { startActionWorkflow } from '../../src/temporal/start-action';
+import { startActionWorkflow } from '../../src/temporal/starts';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { Stack, startStack } from '../support/stack';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { openDatabase } from '../../src/db/data-source';
 import { FileAssetStore } from '../../src/storage/asset-store';
-import { INPUT_GRACE_MS, purgeUnreferencedInputs } from '../../src/storage/purge-inputs';
+import { INPUT_GRACE_MS, purgeUnreferencedInputs } from '../../src/housekeeping/purge-inputs';
 import { testEnvironment } from '../support/environment';
 import { newAccount, placeAction } from '../support/fixtures';
 

@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { S3AssetStore } from '../../src/storage/s3/s3-asset-store';
-import { startS3Gateway } from '../../src/storage/s3/s3-gateway';
-import { freePort } from '../../src/temporal/dev-server';
+import { startS3Gateway } from '../../ops/s3-gateway';
+import { freePort } from '../../ops/dev-server';
 
 describe('startS3Gateway', function () {
   this.timeout(60_000);

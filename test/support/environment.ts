@@ -11,9 +11,9 @@ import { bundleWorkflowCode, WorkflowBundleWithSourceMap } from '@temporalio/wor
 import { Client } from 'pg';
 import { loadConfig } from '../../src/config';
 import { ensureDatabaseExists, openDatabase } from '../../src/db/data-source';
-import { DevServer, freePort, startDevServer } from '../../src/temporal/dev-server';
+import { DevServer, freePort, startDevServer } from '../../ops/dev-server';
 import { S3AssetStore, type S3AssetStoreOptions } from '../../src/storage/s3/s3-asset-store';
-import { type S3Gateway, startS3Gateway } from '../../src/storage/s3/s3-gateway';
+import { type S3Gateway, startS3Gateway } from '../../ops/s3-gateway';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/imagery_test';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
 import type { DataSource } from 'typeorm';
-import { createAccount } from '../../src/domain/accounts';
+import { createAccount } from '../../src/accounts/accounts';
 
 export async function newAccount(db: DataSource, sparks = 20, name = 'test account') {
   return createAccount(db, name, sparks);
@@ -135,7 +135,7 @@ export async function placeAction(
     `INSERT INTO actions (account_id, project_id, card_id, type, product, status, price, params)
      VALUES ($1, $2, $3, $6, $7, 'pending', $4, $5) RETURNING id`, [accountId, project.id, card.id, options.hold ?? 0, params, type, product]);
   if (options.hold !== undefined) {
-    const { holdSparks } = await import('../../src/domain/billing');
+    const { holdSparks } = await import('../../src/billing/sparks');
     await db.transaction((m) => holdSparks(m, accountId, action.id, options.hold!));
   }
   return action.id;

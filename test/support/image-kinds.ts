@@ -9,7 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { crc32 } from 'node:zlib';
 import sharp from 'sharp';
-import { resolveFfmpeg } from '../../src/tools/ffmpeg';
+import { resolveFfmpeg } from '../../src/media/ffmpeg';
 
 /** `[r, g, b]` of 0-255. */
 export type Rgb = [number, number, number];

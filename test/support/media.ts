@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { resolveFfmpeg } from '../../src/tools/ffmpeg';
+import { resolveFfmpeg } from '../../src/media/ffmpeg';
 
 export async function probeVideo(bytes: Buffer): Promise<{ durationSec: number; width: number; height: number; firstFrame: Buffer; lastFrame: Buffer }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'probe-'));

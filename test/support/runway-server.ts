@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { resolveFfmpeg } from '../../src/tools/ffmpeg';
+import { resolveFfmpeg } from '../../src/media/ffmpeg';
 import { startHttpsServer, TestHttpsServer } from './https-server';
 import { LyingAnswer, sendLyingAnswer } from './lying-answer';
 

@@ -26,7 +26,7 @@ import { SecretBox } from '../../src/secrets';
 import type { ActivityDeps } from '../../activities';
 import { connectClient } from '../../src/temporal/client';
 import { ProviderRoute, providerTaskQueue } from '../../src/temporal/contract';
-import { createProviderWorkers, createWorker } from '../../src/temporal/worker';
+import { createProviderWorkers, createWorker } from '../../app/worker';
 import { testEnvironment } from './environment';
 
 export interface Stack {

@@ -16,7 +16,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { logLevel, setLogLevel } from '../../src/log';
 import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
-import { TRACING_WORKFLOW_MODULES } from '../../src/temporal/worker';
+import { TRACING_WORKFLOW_MODULES } from '../../app/worker';
 import { tracingOn } from '../../src/telemetry/spans';
 import { installTracing, tracing } from '../../src/telemetry/tracing';
 import { GeminiProvider } from '../../src/providers/gemini';
@@ -72,7 +72,7 @@ describe('tracing', function () {
       // A fresh process: this test's own file loads the SDK to test it with tracing on.
       const root = path.resolve(__dirname, '../..');
       const loaded = execFileSync(process.execPath, ['-e', `
-        for (const m of ['api/app', 'src/temporal/worker', 'src/temporal/client', 'src/net/outbound', 'src/providers', 'src/log']) require('./' + m);
+        for (const m of ['api/app', 'app/worker', 'src/temporal/client', 'src/net/outbound', 'src/providers', 'src/log']) require('./' + m);
         process.stdout.write(JSON.stringify(Object.keys(require.cache).filter((k) => /sdk-trace|interceptors-opentelemetry|exporter-trace|context-async-hooks/.test(k))));
       `], { cwd: root, encoding: 'utf8' });
       assert.deepEqual(JSON.parse(loaded), []);

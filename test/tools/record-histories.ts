@@ -15,7 +15,7 @@ import {
   actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId,
 } from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
-import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/start-action';
+import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/starts';
 import { randomUUID } from 'node:crypto';
 import { setUpEnvironment, tearDownEnvironment } from '../support/environment';
 import { apiClient, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';

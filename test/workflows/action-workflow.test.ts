@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { ProviderError } from '../../src/providers/provider';
-import { readBalance } from '../../src/domain/billing';
+import { readBalance } from '../../src/billing/sparks';
 import { actionWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
-import { startActionWorkflow } from '../../src/temporal/start-action';
-import type { ActionOutcome } from '../../workflows/action';
+import { startActionWorkflow } from '../../src/temporal/starts';
+import type { ActionOutcome } from '../../src/temporal/contract';
 import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
 import { providerRoute, Stack, startStack } from '../support/stack';

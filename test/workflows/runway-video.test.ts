@@ -14,11 +14,11 @@ import { LocalRenderer } from '../../src/providers/local-renderer';
 import { OutboundPolicy } from '../../src/net/outbound';
 import { RunwayProvider } from '../../src/providers/runway';
 import { actionWorkflowId } from '../../src/temporal/contract';
-import { freePort } from '../../src/temporal/dev-server';
+import { freePort } from '../../ops/dev-server';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { RunwayServer, sampleMp4, startRunwayServer } from '../support/runway-server';
-import { startServiceProcess } from '../../src/cluster/service-process';
+import { startServiceProcess } from '../../ops/cluster/service-process';
 import { Stack, startStack } from '../support/stack';
 
 const POLL_SECONDS = 0.2;

@@ -5,7 +5,7 @@
 import type { GenerateContentResponse, Part } from '@google/genai';
 import sharp from 'sharp';
 import type { RenderedAsset } from '../provider';
-import { ImageRefused, MAX_IMAGE_PIXELS, usableImage, type UsableImage } from '../../domain/image-limits';
+import { ImageRefused, MAX_IMAGE_PIXELS, usableImage, type UsableImage } from '../../generation/image-limits';
 import { badAnswer, noImage } from './failures';
 
 /** The stored inputs are JPEG, PNG or WebP (HEIC is converted on arrival); the bytes say which. */

@@ -6,9 +6,10 @@
  */
 import { GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse, type Part } from '@google/genai';
 import type {
-  CardIdea, CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, RenderedAsset,
+  CardIdea, CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, PhotoJob, ProductAnalysis, RenderedAsset,
   ScenarioJob, SurveyQuestion, TextProvider, WishesJob,
 } from '../provider';
+import type { Locale } from '../../locale';
 import { ProviderError } from '../provider';
 import { inSpan, SpanKind } from '../../telemetry/spans';
 import { ASKED_TWICE, badAnswer, contentRefusal, wireFailure } from './failures';

@@ -2,9 +2,10 @@
  * What the service asks Gemini, in words. The attached images come first; these prompts say what they are and
  * what to make of them. Written in English, with the language of any visible or returned text named explicitly.
  */
-import { CATEGORY_IDS } from '../../domain/catalogue';
-import { findCategory } from '../../domain/catalogue';
-import type { CardJob, EditJob, FunnelProductJob, IdeaJob, Locale, PhotoJob, ScenarioJob, WishesJob } from '../provider';
+import { CATEGORY_IDS } from '../../generation/catalogue';
+import { findCategory } from '../../generation/catalogue';
+import type { CardJob, EditJob, FunnelProductJob, IdeaJob, PhotoJob, ScenarioJob, WishesJob } from '../provider';
+import type { Locale } from '../../locale';
 
 export const LANGUAGE: Record<Locale, string> = { ru: 'Russian', en: 'English', es: 'Spanish' };
 

@@ -2,7 +2,7 @@
  * The JSON the text model must answer with (sent as `responseJsonSchema`), and the checks of what it answered:
  * a schema is a request, not a guarantee, so every answer is read as untrusted input.
  */
-import { CATEGORY_IDS } from '../../domain/catalogue';
+import { CATEGORY_IDS } from '../../generation/catalogue';
 import type { CardIdea, ProductAnalysis, SurveyQuestion } from '../provider';
 import { badAnswer } from './failures';
 

@@ -1,6 +1,6 @@
 /** Shared pieces of the local renderer: decoding, sizes, colours and SVG text. */
 import sharp from 'sharp';
-import { MAX_IMAGE_PIXELS } from '../../domain/image-limits';
+import { MAX_IMAGE_PIXELS } from '../../generation/image-limits';
 import { ProviderError } from '../provider';
 
 export const LONG_SIDE = { '1K': 1024, '2K': 2048, '4K': 4096 } as const;

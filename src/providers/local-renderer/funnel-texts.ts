@@ -3,8 +3,9 @@
  * are the ones a seller is always worth asking, with the analysed qualities as choices, and the ideas walk a fixed
  * list of angles over the category's concepts, skipping the titles already in the pool.
  */
-import { findCategory } from '../../domain/catalogue';
-import type { CardIdea, CardStyle, FunnelProductJob, IdeaJob, Locale, SurveyQuestion } from '../provider';
+import { findCategory } from '../../generation/catalogue';
+import type { CardIdea, CardStyle, FunnelProductJob, IdeaJob, SurveyQuestion } from '../provider';
+import type { Locale } from '../../locale';
 import type { Phrase } from './texts';
 
 const AUDIENCE: Phrase = { ru: 'Кто чаще всего покупает этот товар?', en: 'Who buys this product most often?', es: '¿Quién compra este producto con más frecuencia?' };

@@ -3,9 +3,10 @@
  * the inputs, and analyses photos from their pixels, so the whole pipeline runs without an external AI.
  */
 import {
-  CardIdea, CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, Locale, PhotoJob, ProductAnalysis, ProviderError, RenderedAsset, ScenarioJob, SurveyQuestion, TextProvider,
+  CardIdea, CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, PhotoJob, ProductAnalysis, ProviderError, RenderedAsset, ScenarioJob, SurveyQuestion, TextProvider,
   VideoJob, VideoProgress, VideoProvider, WishesJob,
 } from '../provider';
+import type { Locale } from '../../locale';
 import { localScenario, localWishes } from './texts';
 import { localIdea, localSurveyQuestions } from './funnel-texts';
 import { renderCard } from './card';

@@ -4,7 +4,8 @@
  * Honest about what they are: no model, but usable text that names the product, describes the chosen scene and
  * keeps to what the photo shows.
  */
-import type { Locale, ProductAnalysis, ScenarioJob, WishesJob } from '../provider';
+import type { ProductAnalysis, ScenarioJob, WishesJob } from '../provider';
+import type { Locale } from '../../locale';
 
 /** One text in each locale. */
 export type Phrase = Record<Locale, string>;

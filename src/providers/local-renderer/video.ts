@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { resolveFfmpeg } from '../../tools/ffmpeg';
+import { resolveFfmpeg } from '../../media/ffmpeg';
 import { ProviderError, RenderedAsset, VideoJob } from '../provider';
 import { dimensionsFor, fitted } from './compose';
 

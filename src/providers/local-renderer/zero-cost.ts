@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
 import type { RenderedAsset } from '../provider';
-import { resolveFfmpeg } from '../../tools/ffmpeg';
+import { resolveFfmpeg } from '../../media/ffmpeg';
 
 let image: Promise<Buffer> | undefined;
 let video: Promise<Buffer> | undefined;

@@ -3,7 +3,7 @@
  * policy (HTTPS, public addresses only, one deadline, a size cap), and checked before it is stored: an MP4 by its
  * first bytes, then by ffmpeg (`usableVideo`: its header read, every frame decoded, within a deadline).
  */
-import { usableVideo, VideoCheckFailed, VideoRefused } from '../../domain/video-limits';
+import { usableVideo, VideoCheckFailed, VideoRefused } from '../../generation/video-limits';
 import { OutboundPolicy } from '../../net/outbound';
 import { ProviderError } from '../provider';
 import { badOutput, downloadError } from './errors';

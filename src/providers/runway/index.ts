@@ -5,7 +5,7 @@
  * `cancelVideo` deletes it. The SDK's own polling (`waitForTaskOutput`) is not used: it would hold a worker slot.
  */
 import { RunwayML } from '@runwayml/sdk';
-import { VIDEO_CHECK_TIMEOUT_MS } from '../../domain/video-limits';
+import { VIDEO_CHECK_TIMEOUT_MS } from '../../generation/video-limits';
 import { OutboundPolicy } from '../../net/outbound';
 import { inSpan, SpanKind } from '../../telemetry/spans';
 import { ProviderError, VideoJob, VideoProgress, VideoProvider } from '../provider';

@@ -3,7 +3,7 @@
  * anything larger (or of another format) is re-encoded as JPEG, smaller each round until it fits.
  */
 import sharp from 'sharp';
-import { MAX_IMAGE_PIXELS } from '../../domain/image-limits';
+import { MAX_IMAGE_PIXELS } from '../../generation/image-limits';
 import { ProviderError } from '../provider';
 
 /** Runway's limit for a data URI, counted on the whole URI (5 MB, read as 5,000,000 characters to be safe). */

@@ -1,0 +1,250 @@
+/**
+ * The provider call: load the action's inputs, render with the provider, store the result. The bytes never pass
+ * through Temporal; the activity returns the stored asset's key.
+ */
+import { timedProviderCall } from '../src/metrics/registry';
+import { randomBytes } from 'node:crypto';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { msToNumber } from '@temporalio/common/lib/time';
+import { Action } from '../src/db/entities';
+import type { ActionProduct } from '../src/db/entities/action';
+import type { ParamsByProduct } from '../src/actions/params';
+import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
+import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
+import { databaseAway } from '../src/db/sql';
+import { JobMove, moveJobRecord } from '../src/jobs/states';
+import type { ActionEnd } from '../src/actions/states';
+import { completeRendered, recordedEnd, startAction } from './action-lifecycle';
+import type { ActivityDeps } from './deps';
+
+/**
+ * Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout.
+ * `details` go with every heartbeat (each heartbeat replaces the last one's details), for a retry to read.
+ */
+async function heartbeating<T>(work: Promise<T>, details?: RenderProgress): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat(details);
+  const timer = setInterval(() => ctx.heartbeat(details), 2_000);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Runs a short database step inside a provider activity until the database answers, heartbeating meanwhile (a
+ * step waiting on a lock must not look like a dead worker), waiting as the bookkeeping steps' retry policy does
+ * (`TIMEOUTS.bookkeepingRetry`: 1 s, then twice as long each time up to 30 s). Other errors fail the attempt; a
+ * cancel request stops the waiting.
+ */
+async function untilDatabaseAnswers<T>(step: () => Promise<T>, details?: RenderProgress): Promise<T> {
+  const ctx = Context.current();
+  const { initialInterval, maximumInterval } = TIMEOUTS.bookkeepingRetry;
+  for (let waitMs = msToNumber(initialInterval); ; waitMs = Math.min(waitMs * 2, msToNumber(maximumInterval))) {
+    try {
+      return await heartbeating(step(), details);
+    } catch (err) {
+      if (!databaseAway(err)) throw err;
+      ctx.log.warn('the database did not answer; trying again', { error: String(err), inMs: waitMs });
+      await ctx.sleep(waitMs);
+    }
+  }
+}
+
+function toFailure(err: unknown): unknown {
+  if (err instanceof ProviderError) {
+    return ApplicationFailure.create({
+      type: err.retryable ? FAILURE_TYPES.providerUnavailable : FAILURE_TYPES.providerRefused,
+      message: err.message,
+      nonRetryable: !err.retryable,
+      details: [{ code: err.code }],
+    });
+  }
+  return err;
+}
+
+/**
+ * Where a result is stored: under its action, with 128 random bits in the name, so that a key (and a signed URL
+ * for it) cannot be derived from an action id, even by someone who holds the signing secret.
+ */
+const resultKey = (actionId: number, extension: string): string =>
+  `results/${actionId}/${randomBytes(16).toString('hex')}.${extension}`;
+
+/** A video rendered within this activity; a provider that answers with a task is polled by the workflow instead. */
+function renderedVideo(progress: VideoProgress): RenderedAsset {
+  if (progress.state === 'done') return progress.asset;
+  throw new ProviderError(`The video provider answered with a task (${progress.taskId}) where a finished video was expected`, 'unexpected_task', false);
+}
+
+/** What a `renderAction` attempt has done, in its heartbeats: the stored result, once there is one. */
+interface RenderProgress { assetPath: string }
+
+/** How an image action's render ended; `endedElsewhere`: a failure recorded before it began, not this workflow's to announce. */
+export type RenderEnd = ActionEnd & { endedElsewhere?: true };
+
+/** A provider's progress fraction (0 to 1) as a whole percent, or null when it reports none. */
+export function progressPercent(fraction: number | undefined): number | null {
+  if (fraction === undefined || !Number.isFinite(fraction)) return null;
+  return Math.max(0, Math.min(100, Math.round(fraction * 100)));
+}
+
+export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running'; taskId: string; progress?: number };
+
+/** A renderer loads its inputs, says `started` just before the provider's call, and answers what it rendered. */
+type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal, started: () => Promise<void>) => Promise<RenderedAsset> };
+
+export function createGenerateAssetActivities({ db, store, providers }: ActivityDeps) {
+  const read = (key: string) => store.read(key);
+  const readOptional = (key: string | undefined) => (key ? store.read(key) : Promise.resolve(undefined));
+  const loaded = async <T>(inputs: Promise<T>, started: () => Promise<void>): Promise<T> => {
+    const value = await inputs;
+    await started();
+    return value;
+  };
+
+  /** A provider call, timed into imagery_provider_call_duration_seconds (inputs are read before it starts). */
+  const image = <T>(operation: string, call: () => Promise<T>) => timedProviderCall(providers.image.name, operation, call);
+  const video = <T>(operation: string, call: () => Promise<T>) => timedProviderCall(providers.video.name, operation, call);
+
+  const render: Renderers = {
+    photo: async (p, signal, started) => {
+      const images = await loaded(Promise.all(p.inputs.map(read)), started);
+      return image('render_photo', () => providers.image.renderPhoto({ ...p, images }, signal));
+    },
+    card: async (p, signal, started) => {
+      const [images, designReference] = await loaded(Promise.all([Promise.all(p.inputs.map(read)), readOptional(p.designReference)]), started);
+      return image('render_card', () => providers.image.renderCard({ ...p, images, designReference }, signal));
+    },
+    video: async (p, signal, started) => {
+      const [input, finalFrame] = await loaded(Promise.all([read(p.input), readOptional(p.finalFrame)]), started);
+      return renderedVideo(await video('start_video', () => providers.video.startVideo({ ...p, image: input, finalFrame }, signal)));
+    },
+    edit: async (p, signal, started) => {
+      const source = await loaded(read(p.source), started);
+      return image('render_edit', () => providers.image.renderEdit({ source, instruction: p.instruction }, signal));
+    },
+  };
+
+  /** Moves the job the render belongs to; a job that already ended (cancelled) stops the render here. */
+  const moveJob = async (jobId: string | undefined, move: JobMove): Promise<void> => {
+    if (!jobId || (await moveJobRecord(db.manager, jobId, move))) return;
+    throw ApplicationFailure.create({ type: FAILURE_TYPES.jobEnded, message: `job ${jobId} already ended`, nonRetryable: true });
+  };
+
+  const videoJob = async (action: Action) => {
+    const p = action.params as unknown as ParamsByProduct['video'];
+    return { ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) };
+  };
+  /** `key` when it names a stored result of this action (what a heartbeat carried), else undefined. */
+  const storedResult = async (actionId: number, key: string | undefined): Promise<string | undefined> => {
+    if (typeof key !== 'string' || !key.startsWith(`results/${actionId}/`)) return undefined;
+    const found = await store.open(key);
+    found?.stream.destroy();
+    return found ? key : undefined;
+  };
+  const storeResult = async (actionId: number, rendered: RenderedAsset) => {
+    const key = resultKey(actionId, rendered.extension);
+    await store.put(key, rendered.bytes);
+    return key;
+  };
+
+  /**
+   * Renders the action and stores the result; given a v2 job, moves it through the attempt's phases on the way
+   * (see `generateAsset`).
+   */
+  const renderAndStore = async (action: Action, jobId?: string): Promise<string> => {
+    try {
+      const renderer = render[action.product] as Renderers['photo'];
+      return await heartbeating((async () => {
+        await moveJob(jobId, { status: 'running', phase: 'provider_reserved', attempt: true });
+        const started = () => moveJob(jobId, { status: 'running', phase: 'provider_running' });
+        const rendered = await renderer(action.params as never, Context.current().cancellationSignal, started);
+        await moveJob(jobId, { status: 'running', phase: 'finalizing' });
+        return storeResult(action.id, rendered);
+      })());
+    } catch (err) {
+      throw toFailure(err);
+    }
+  };
+
+  return {
+    /**
+     * One step of a video render: submits the provider's task when the action has none (and records its id at
+     * once), else checks the recorded task; stores the video when it is done. A task that ended in failure is
+     * forgotten, so a retry submits a new one; any other retry checks the same task again.
+     */
+    async advanceVideoRender(actionId: number): Promise<VideoStep> {
+      const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
+      const taskId = action.providerTaskId;
+      const signal = Context.current().cancellationSignal;
+      try {
+        // Heartbeats cover the whole step: a check may take a provider request, a download and a store.
+        return await heartbeating((async (): Promise<VideoStep> => {
+          const progress = taskId
+            ? await video('check_video', () => providers.video.checkVideo(taskId, signal))
+            : await videoJob(action).then((job) => video('start_video', () => providers.video.startVideo(job, signal)));
+          if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
+          if (!taskId) await db.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, progress.taskId]);
+          // The provider's percent (Runway's `progress`, 0 to 1) for live progress; a change adds an action event.
+          const percent = progressPercent(progress.progress);
+          if (percent !== null) await db.query('UPDATE actions SET progress = $2 WHERE id = $1 AND progress IS DISTINCT FROM $2', [actionId, percent]);
+          return { state: 'running', taskId: progress.taskId, progress: progress.progress };
+        })());
+      } catch (err) {
+        if (taskId && err instanceof ProviderError && err.taskEnded) {
+          await db.query('UPDATE actions SET provider_task_id = NULL WHERE id = $1 AND provider_task_id = $2', [actionId, taskId]);
+        }
+        throw toFailure(err);
+      }
+    },
+
+    /** Asks the provider to stop the action's task, if it has one (a cancelled action). */
+    async cancelVideoRender(actionId: number): Promise<void> {
+      const [row] = await db.query('SELECT provider_task_id FROM actions WHERE id = $1', [actionId]);
+      if (row?.provider_task_id) await video('cancel_video', () => providers.video.cancelVideo(row.provider_task_id));
+    },
+
+    /**
+     * Renders the action and stores the result. Given a v2 job's id (one attempt of the job workflow), it also
+     * moves the job through the attempt's phases as they happen: running/provider_reserved (the attempt counted)
+     * while the inputs load, provider_running during the provider's call, finalizing while the result is stored.
+     * A job found ended (cancelled meanwhile) fails the attempt with `JobEnded`, nothing more rendered or stored.
+     */
+    async generateAsset(actionId: number, jobId?: string): Promise<string> {
+      return renderAndStore(await db.getRepository(Action).findOneByOrFail({ id: actionId }), jobId);
+    },
+
+    /**
+     * A whole image action in one activity on its provider's queue (workflows since `settled-render`): starts it
+     * (pending -> processing), renders and stores, then charges and completes it in one transaction, so that the
+     * result is visible the moment it is stored, without waiting for a workflow task. An action found closed
+     * (cancelled, failed, or completed by an earlier attempt whose answer was lost) is not rendered: the answer is
+     * how it ended, as recorded. The answer after a render is also the recorded ending: a cancel or another attempt
+     * may have closed the action first. A cancel request that reaches the render before its last step stops it
+     * there. The two transactions are retried, heartbeating, until the database answers: an outage after a render
+     * does not throw the render away, and neither does a lost worker: the stored result's key goes with every
+     * heartbeat after the store, and a retry that finds it charges that result instead of rendering another.
+     */
+    async renderAction(actionId: number): Promise<RenderEnd> {
+      const ctx = Context.current();
+      // An earlier attempt that stored its result and then lost its worker (or its answer) left the result's key in
+      // its heartbeats: that result is charged, not a second one rendered. Its heartbeats go on carrying it.
+      const earlier = await storedResult(actionId, (ctx.info.heartbeatDetails as RenderProgress | undefined)?.assetPath);
+      const carried = earlier ? { assetPath: earlier } : undefined;
+      const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
+      const closed = await untilDatabaseAnswers(
+        () => db.transaction(async (m) => ((await startAction(m, actionId)) === 'started' ? undefined : recordedEnd(m, actionId))), carried);
+      // Failed before this render began: by the API (a start it abandoned, never accepted) or the reconciler, which
+      // announce for themselves, or not at all.
+      if (closed) return closed.status === 'failed' ? { ...closed, endedElsewhere: true } : closed;
+      const progress: RenderProgress = carried ?? { assetPath: await renderAndStore(action) };
+      if (ctx.cancellationDetails?.cancelRequested) throw ctx.cancellationSignal.reason;
+      ctx.heartbeat(progress);
+      return untilDatabaseAnswers(() => db.transaction(async (m) => {
+        await completeRendered(m, actionId, progress.assetPath);
+        return recordedEnd(m, actionId);
+      }), progress);
+    },
+  };
+}

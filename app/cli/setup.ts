@@ -1,0 +1,30 @@
+/**
+ * `npm run setup`: provisions what the service needs outside node_modules: the pinned Temporal CLI (found, or
+ * built with `go install` into the tools folder) and the database with its migrations; with `--cluster`, also the
+ * Temporal server, its SQL tool and the S3 gateway of the production topology. `npm start`, `npm test` and
+ * `npm run cluster` do the same on demand; CI runs this first so that the long builds are a step of their own.
+ */
+import { loadConfig } from '../../src/config';
+import { openDatabase } from '../../src/db/data-source';
+import { ensureS3Gateway, VERSITYGW_VERSION } from '../../ops/s3-gateway';
+import { ensureTemporalCli, TEMPORAL_CLI_VERSION } from '../../ops/dev-server';
+import { ensureTemporalServer, TEMPORAL_SERVER_VERSION } from '../../ops/temporal-server';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const cli = await ensureTemporalCli({ cliPath: config.temporalCliPath, toolsDir: config.toolsDir });
+  process.stdout.write(`temporal CLI: ${cli} (pinned ${TEMPORAL_CLI_VERSION} when built here)\n`);
+  if (process.argv.includes('--cluster')) {
+    const { server, sqlTool } = await ensureTemporalServer(config.toolsDir);
+    process.stdout.write(`temporal server ${TEMPORAL_SERVER_VERSION}: ${server}\ntemporal SQL tool: ${sqlTool}\n`);
+    process.stdout.write(`S3 gateway ${VERSITYGW_VERSION}: ${await ensureS3Gateway(config.toolsDir)}\n`);
+  }
+  const db = await openDatabase(config.databaseUrl, { migrate: true, poolSize: 2 });
+  await db.destroy();
+  process.stdout.write(`database ready: ${new URL(config.databaseUrl).pathname.slice(1)}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`setup failed: ${(err as Error).message}\n`);
+  process.exit(1);
+});

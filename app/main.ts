@@ -1,0 +1,161 @@
+/**
+ * Process entry: `all` (API and worker in one process, the default of `npm start`), `api` or `worker`.
+ * Provisions what is missing (database, migrations, the Temporal dev server), runs, and drains on SIGTERM.
+ */
+import { ActionEventHub } from '../api/live/action-event-hub';
+import http from 'node:http';
+import path from 'node:path';
+import type { Worker } from '@temporalio/worker';
+import { createApp } from '../api/app';
+import { BodyBytesInFlight } from '../api/middleware/body-bytes-in-flight';
+import { createApiServer } from '../api/server';
+import { loadConfig } from '../src/config';
+import { openDatabase } from '../src/db/data-source';
+import { log } from '../src/log';
+import { createProviders } from '../src/providers';
+import { OutboundPolicy } from '../src/net/outbound';
+import { createAssetStore } from '../src/storage/create-asset-store';
+import { tracing } from '../src/telemetry/spans';
+import { expireHelperReservations, HELPER_RESERVATION_TTL_SECONDS } from '../src/helper-usage/usage';
+import { UrlSigner } from '../src/storage/signed-urls';
+import { loadSecret, SecretBox } from '../src/secrets';
+import { ensureHousekeepingSchedule } from '../src/housekeeping/schedule';
+import { connectClient } from '../src/temporal/client';
+import { DevServer, startDevServer, temporalAnswers } from '../ops/dev-server';
+import { reconcileExclusively } from '../src/actions/reconcile';
+import { connectWorker, createProviderWorkers, createWorker, installRuntime, workerQueues } from './worker';
+import { registerDatabaseGauges } from '../src/metrics/database-gauges';
+import { MetricsServer, startMetricsServer } from '../src/metrics/server';
+
+type Mode = 'all' | 'api' | 'worker';
+const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+
+async function resolveTemporal(config: ReturnType<typeof loadConfig>, mode: Mode): Promise<{ address: string; devServer?: DevServer }> {
+  if (config.temporalAddress) return { address: config.temporalAddress };
+  if (await temporalAnswers(DEFAULT_TEMPORAL_ADDRESS)) return { address: DEFAULT_TEMPORAL_ADDRESS };
+  if (mode !== 'all') {
+    throw new Error(`no Temporal server answers at ${DEFAULT_TEMPORAL_ADDRESS}; start one (npm start does) or set TEMPORAL_ADDRESS`);
+  }
+  const devServer = await startDevServer({
+    cliPath: config.temporalCliPath,
+    toolsDir: config.toolsDir,
+    dbFile: path.join(config.dataDir, 'temporal.sqlite'),
+    port: 7233,
+    uiPort: config.temporalUiPort,
+    logFile: path.join(config.dataDir, 'temporal-dev-server.log'),
+    namespace: config.temporalNamespace,
+  });
+  return { address: devServer.address, devServer };
+}
+
+async function main(mode: Mode): Promise<void> {
+  const config = loadConfig();
+  // Before any client, worker or app is made: they add tracing's interceptors and middleware only when it is on.
+  if (config.otlpEndpoint) {
+    // Required here only: with tracing off, the SDK and the exporter are never loaded.
+    (require('./telemetry/tracing') as typeof import('../src/telemetry/tracing')).installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
+    log.info('tracing on', { otlpCollector: new URL(config.otlpEndpoint).origin, serviceName: config.otelServiceName }); // no path: it may hold a token
+  }
+  const providers = createProviders(config);
+  // Checked before anything starts: a process that takes requests must also run their workflows.
+  const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, [providers.image.name, providers.video.name], { requireMain: mode === 'all' });
+  if (queues && !queues.main) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
+  // The SDK's runtime is installed before anything uses it, so that its worker metrics are exported (loopback only).
+  const sdkMetricsAddress = mode !== 'api' && config.metricsPort !== undefined && config.temporalMetricsPort !== undefined
+    ? `127.0.0.1:${config.temporalMetricsPort}` : undefined;
+  if (mode !== 'api') installRuntime({ metricsBindAddress: sdkMetricsAddress });
+  const { address, devServer } = await resolveTemporal(config, mode);
+  const db = await openDatabase(config.databaseUrl, { migrate: true });
+  const temporal = await connectClient(address, config.temporalNamespace);
+  const store = createAssetStore(config);
+  const outbound = new OutboundPolicy(config.outboundAllowCidrs);
+  const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
+
+  let metrics: MetricsServer | undefined;
+  if (mode !== 'worker') registerDatabaseGauges(db);
+  if (config.metricsPort !== undefined) {
+    metrics = await startMetricsServer({
+      host: config.metricsHost, port: config.metricsPort, sdkMetricsUrl: sdkMetricsAddress && `http://${sdkMetricsAddress}/metrics`,
+    });
+    log.info('metrics served', { url: metrics.url, temporalSdk: sdkMetricsAddress ?? null });
+  }
+
+  const workers: Worker[] = [];
+  let workerRun: Promise<unknown> | undefined;
+  if (mode !== 'api') {
+    const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
+    const { main: servesMain, providers: providerNames } = queues!;
+    const connection = await connectWorker(address);
+    if (servesMain) workers.push((await createWorker({ ...setup, connection })).worker);
+    workers.push(...(await createProviderWorkers(setup, connection, providerNames, config.providerLimits)));
+    workerRun = Promise.all(workers.map((w) => w.run()));
+    if (servesMain) {
+      // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
+      const reconcilePass = () => void reconcileExclusively(db, temporal, {
+        taskQueue: config.taskQueue, graceSeconds: config.reconcileGraceSeconds, webhookRetryInitialMs: config.webhookRetryInitialMs,
+      });
+      reconcilePass();
+      setInterval(reconcilePass, 60_000).unref();
+      // Retention (expired records, unreferenced inputs): a Temporal schedule, one run per interval for the deployment.
+      const ensureSchedule = () => void ensureHousekeepingSchedule(temporal, config.taskQueue).catch((err) => {
+        log.warn('the housekeeping schedule could not be made sure of; trying again in a minute', { error: String(err) });
+        setTimeout(ensureSchedule, 60_000).unref();
+      });
+      ensureSchedule();
+    }
+    log.info('worker running', { taskQueues: workers.map((w) => w.options.taskQueue), temporal: address });
+  }
+
+  let server: http.Server | undefined;
+  let liveEvents: ActionEventHub | undefined;
+  if (mode !== 'worker') {
+    const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
+    liveEvents = ActionEventHub.forDataSource(db, config.liveStreams);
+    const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight), liveEvents });
+    server = createApiServer(config, app.callback());
+    await new Promise<void>((resolve) => server!.listen(config.port, resolve));
+    // Helper calls left reserved by an API process that died mid-call: cancelled (not counted, a held spark released).
+    const expireHelperCalls = () => void expireHelperReservations(db, HELPER_RESERVATION_TTL_SECONDS)
+      .catch((err) => log.warn('expiring helper reservations failed', { error: String(err) }));
+    expireHelperCalls();
+    setInterval(expireHelperCalls, 60_000).unref();
+    log.info('API listening', { url: config.publicBaseUrl, openapi: `${config.publicBaseUrl}/openapi.json` });
+  }
+  if (devServer?.uiUrl) log.info('Temporal Web UI', { url: devServer.uiUrl });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal });
+    const closing = server ? new Promise<void>((resolve) => server!.close(() => resolve())) : Promise.resolve();
+    server?.closeIdleConnections();
+    // The SDK drains its workers on SIGTERM and SIGINT itself; a worker it has not reached yet is asked here.
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await liveEvents?.close(); // ends the event streams, which would keep the server open
+    await Promise.allSettled([closing, workerRun]);
+    await metrics?.close();
+    await temporal.connection.close().catch(() => undefined);
+    await db.destroy().catch(() => undefined);
+    await tracing()?.shutdown().catch(() => undefined); // the last spans, flushed
+    await devServer?.stop();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  workerRun?.catch((err) => {
+    log.error('worker stopped with an error', { error: String(err) });
+    void stop('worker-error');
+  });
+}
+
+const mode = (process.argv[2] ?? 'all') as Mode;
+if (!['all', 'api', 'worker'].includes(mode)) {
+  process.stderr.write('usage: node dist/app/main.js [all|api|worker]\n');
+  process.exit(2);
+}
+main(mode).catch((err) => {
+  log.error('failed to start', { error: (err as Error).stack ?? String(err) });
+  process.exit(1);
+});

@@ -1,0 +1,141 @@
+/** Builds the worker: one task queue, every workflow from workflows/index, every activity from the factory. */
+import { NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
+import type * as OtelWorker from '@temporalio/interceptors-opentelemetry/lib/worker';
+import { createActivities, ActivityDeps } from '../activities';
+import { sdkLogger } from '../src/log';
+import { tracing } from '../src/telemetry/spans';
+import { providerTaskQueue } from '../src/temporal/contract';
+
+let runtimeInstalled = false;
+
+/**
+ * Routes the SDK's logging (its own, and workflows' and activities' `log`) into our JSON lines at our level
+ * (warnings by default), once per process; given `metricsBindAddress`, the SDK's worker metrics (task slots,
+ * schedule-to-start latency, sticky cache) are served there in the Prometheus format (merged into the process's
+ * /metrics, src/metrics/server.ts). The first call of the process decides.
+ */
+export function installRuntime(options: { metricsBindAddress?: string } = {}): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({
+      logger: sdkLogger(),
+      ...(options.metricsBindAddress ? {
+        telemetryOptions: { metrics: { prometheus: { bindAddress: options.metricsBindAddress, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } },
+      } : {}),
+    });
+  } catch {
+    // already installed by someone else in this process (tests)
+  }
+}
+
+export interface WorkerSetup {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  /** A prebuilt bundle (tests share one); by default workflows/ is bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  /** A connection to share with other workers of the process; by default one is opened. */
+  connection?: NativeConnection;
+}
+
+/** The main queue's name in `WORKER_QUEUES`: workflows and bookkeeping activities. */
+export const MAIN_QUEUE = 'main';
+
+/**
+ * What one worker process serves (`WORKER_QUEUES`, e.g. `main`, `gemini`, `main,runway`): the main task queue
+ * and/or the queues of configured providers; unset means all of them. Anything else stops the process.
+ */
+export function workerQueues(
+  selection: string[] | undefined, configuredProviders: string[], options: { requireMain?: boolean } = {},
+): { main: boolean; providers: string[] } {
+  const providers = [...new Set(configuredProviders)];
+  if (!selection) return { main: true, providers };
+  const unknown = selection.filter((q) => q !== MAIN_QUEUE && !providers.includes(q));
+  if (unknown.length > 0 || selection.length === 0) {
+    throw new Error(`WORKER_QUEUES may name ${[MAIN_QUEUE, ...providers].join(', ')}; got "${selection.join(',')}"`);
+  }
+  if (options.requireMain && !selection.includes(MAIN_QUEUE)) {
+    throw new Error('WORKER_QUEUES must include "main" when the API runs in the same process: its requests would start workflows no one runs');
+  }
+  return { main: selection.includes(MAIN_QUEUE), providers: providers.filter((p) => selection.includes(p)) };
+}
+
+/**
+ * The workflow interceptor modules of tracing, bundled with the workflows: Temporal's OpenTelemetry workflow
+ * interceptors (deterministic: spans are made in the sandbox and leave through the `exporter` sink) and ours that
+ * puts the request id on workflow log lines. A prebuilt bundle (tests) must be built with them to be traced.
+ */
+export const TRACING_WORKFLOW_MODULES = [
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+  require.resolve('../workflows/interceptors/request-id'),
+];
+
+/**
+ * What tracing adds to a worker when it is on (nothing when it is off): an activity span per execution, continuing
+ * the trace of the workflow's headers; trace fields on activities' log lines; the workflows' spans' sink and
+ * interceptor modules.
+ */
+function tracingOptions(withWorkflows: boolean): Partial<WorkerOptions> {
+  const installed = tracing();
+  if (!installed) return {};
+  const { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } =
+    require('@temporalio/interceptors-opentelemetry/lib/worker') as typeof OtelWorker; // loaded only with tracing on
+  return {
+    interceptors: {
+      activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      ...(withWorkflows ? { workflowModules: TRACING_WORKFLOW_MODULES } : {}),
+    },
+    ...(withWorkflows ? { sinks: { exporter: makeWorkflowExporter(installed.spanProcessor, installed.resource) } } : {}),
+  };
+}
+
+export async function connectWorker(address: string): Promise<NativeConnection> {
+  installRuntime();
+  return NativeConnection.connect({ address });
+}
+
+export interface ProviderQueueLimits {
+  /** Provider calls one worker process runs at once. */
+  maxConcurrent: number;
+  /** Provider calls per second on the task queue, across every worker process (0: unlimited). */
+  maxPerSecond: number;
+}
+
+/**
+ * Workers for the providers' own task queues (`<task queue>-provider-<name>`): activities only, with the
+ * provider's concurrency cap per process and its rate cap enforced by the server for the whole queue, so a
+ * provider's quota holds however many worker processes run.
+ */
+export async function createProviderWorkers(
+  setup: Omit<WorkerSetup, 'workflowBundle'>, connection: NativeConnection, providerNames: string[], limits: (name: string) => ProviderQueueLimits,
+): Promise<Worker[]> {
+  return Promise.all([...new Set(providerNames)].map((name) => {
+    const { maxConcurrent, maxPerSecond } = limits(name);
+    return Worker.create({
+      connection,
+      namespace: setup.namespace,
+      taskQueue: providerTaskQueue(setup.taskQueue, name),
+      activities: createActivities(setup.deps),
+      maxConcurrentActivityTaskExecutions: maxConcurrent,
+      ...(maxPerSecond > 0 ? { maxTaskQueueActivitiesPerSecond: maxPerSecond } : {}),
+      shutdownGraceTime: '20 seconds',
+      ...tracingOptions(false),
+    });
+  }));
+}
+
+export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const connection = setup.connection ?? await connectWorker(setup.address);
+  const worker = await Worker.create({
+    connection,
+    namespace: setup.namespace,
+    taskQueue: setup.taskQueue,
+    ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    activities: createActivities(setup.deps),
+    shutdownGraceTime: '20 seconds',
+    ...tracingOptions(true),
+  });
+  return { worker, connection };
+}

@@ -1,0 +1,68 @@
+/**
+ * The service as a child process (`node dist/app/main.js <mode>`): one API or worker process of `npm run cluster`,
+ * and the restart and crash tests' service.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { stopChild } from '../tools/tool-process';
+
+const MAIN = path.resolve(__dirname, '../../app/main.js');
+
+export type ServiceMode = 'all' | 'api' | 'worker';
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+  /** SIGTERM (the service drains), then SIGKILL if it has not exited within `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 120_000;
+
+/**
+ * Starts the service and resolves once it logs that every part of `mode` is up. Its log lines go to `logFile`
+ * when given (kept for the whole life of the process), else they are read only until it is ready.
+ */
+export async function startServiceProcess(
+  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string } = {},
+): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [MAIN, mode], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  if (options.logFile) {
+    mkdirSync(path.dirname(options.logFile), { recursive: true });
+    child.stderr!.pipe(createWriteStream(options.logFile, { flags: 'a' }));
+  }
+  const waitingFor = new Set(mode === 'all' ? ['API listening', 'worker running'] : mode === 'api' ? ['API listening'] : ['worker running']);
+  const lines: string[] = [];
+  const reader = readline.createInterface({ input: child.stderr! });
+  let timer: NodeJS.Timeout | undefined;
+  await new Promise<void>((resolve, reject) => {
+    reader.on('line', (line) => {
+      lines.push(line);
+      try {
+        waitingFor.delete(JSON.parse(line).msg);
+      } catch {
+        // not one of our JSON lines
+      }
+      if (waitingFor.size === 0) resolve();
+    });
+    void exited.then((code) => reject(new Error(`service exited with ${code} before it was ready:\n${lines.slice(-40).join('\n')}`)));
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`service not ready within ${READY_TIMEOUT_MS} ms:\n${lines.slice(-40).join('\n')}`));
+    }, READY_TIMEOUT_MS);
+  }).finally(() => clearTimeout(timer));
+  reader.removeAllListeners('line'); // the reader goes on draining the pipe, so the child never blocks on its log
+  return {
+    child,
+    exited,
+    async kill(signal) {
+      child.kill(signal);
+      return exited;
+    },
+    stop: (graceMs = 25_000) => stopChild(child, exited, graceMs),
+  };
+}

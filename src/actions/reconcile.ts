@@ -1,0 +1,268 @@
+/**
+ * The reconciler: the read models against the workflows that own them, run by every worker process at start and
+ * every minute, one pass at a time in the deployment (`reconcileExclusively`: the others skip that minute). Safe to
+ * run anywhere, any number of times: every move it makes is conditional.
+ *
+ * - Starts in flight: an action is committed `starting`, then its workflow is started, then the API confirms. An
+ *   API that died in between, or could not compensate a failed start, leaves it `starting`. Past a short grace,
+ *   one whose workflow exists is confirmed; one whose workflow does not is abandoned (released, failed, its
+ *   Idempotency-Key forgotten): the client never got a 200 for it, so it never runs.
+ * - Lost workflows: an open action (or live v2 job) whose workflow was terminated or reset away by an operator,
+ *   or is gone, past the grace period: the hold is released and the action (and job) failed in one transaction,
+ *   the failure event is sent, and it is logged.
+ * - Unannounced outcomes: a completed or failed action whose workflow ended without sending its event (see
+ *   announceUnannouncedOutcomes) gets it sent.
+ * - Lost deliveries: a pending webhook delivery whose workflow an operator terminated is closed as failed (the
+ *   integrator may redeliver it); one whose workflow never started is started (see settleLostDeliveries).
+ */
+import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
+import type { DataSource } from 'typeorm';
+import { ADVISORY_LOCKS, CONNECTION_SETTINGS, databaseUrlOf } from '../db/data-source';
+import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from './states';
+import { sqlRows } from '../db/sql';
+import { ACTION_TYPES } from '../db/entities/action';
+import { eventFor } from '../webhooks/events';
+import { log } from '../log';
+import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
+import { startAnnouncement, startDeliveryWorkflow } from '../temporal/starts';
+import { lostWorkflowMessage, workflowState } from '../temporal/workflow-state';
+
+export interface ReconcileConfig {
+  taskQueue: string;
+  /** How old an open action must be before a closed or missing workflow makes it lost. */
+  graceSeconds: number;
+  /** How long a start may stay in flight before the reconciler settles it. */
+  startGraceSeconds?: number;
+  /** The first retry interval of a delivery the reconciler starts. */
+  webhookRetryInitialMs: number;
+}
+
+interface Owned { action_id: number; status: string; job_id: string | null; job_status: string | null }
+const ownedIds = (row: Owned) => ({ actionId: row.action_id, jobId: row.job_id });
+
+const ownerOf = (row: Owned): string => (row.job_id ? jobWorkflowId(row.job_id) : actionWorkflowId(row.action_id));
+
+/** Confirms or abandons starts left in flight; answers how many were abandoned. */
+export async function settleStarts(db: DataSource, client: Client, olderThanSeconds: number): Promise<number> {
+  const rows = await sqlRows<Owned>(db.manager,
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+       FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
+      WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => $1)
+      ORDER BY a.id LIMIT 500`, [olderThanSeconds]);
+  return countMoved(rows, 'settling a start', ownedIds, async (row) => {
+    const started = row.status !== 'pending' || (await workflowState(client, ownerOf(row))).kind !== 'missing';
+    if (started) {
+      await confirmStart(db.manager, row.action_id);
+      return false;
+    }
+    if (!(await db.transaction((m) => abandonStart(m, row.action_id)))) return false;
+    log.warn('abandoned an action whose workflow never started; its hold was released', { actionId: row.action_id, jobId: row.job_id });
+    return true;
+  });
+}
+
+/** Fails open actions and live jobs whose workflow is closed or missing; answers how many it moved. */
+export async function reconcileLostWorkflows(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  const rows = await sqlRows<Owned>(db.manager,
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+       FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
+      WHERE a.status IN ('pending', 'processing') AND a.start_state = 'started' AND a.created_at < now() - make_interval(secs => $1)
+     UNION
+     SELECT a.id, a.status, j.id, j.status
+       FROM jobs j JOIN actions a ON a.id = j.action_id
+      WHERE j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND a.start_state = 'started'
+        AND j.created_at < now() - make_interval(secs => $1)
+      ORDER BY 1 LIMIT 500`, [config.graceSeconds]);
+  return countMoved(rows, 'reconciling a lost workflow', ownedIds, async (row) => {
+    const state = await workflowState(client, ownerOf(row));
+    if (state.kind === 'running') return false;
+    const message = lostWorkflowMessage(state);
+    if ((OPEN_ACTION_STATUSES as readonly string[]).includes(row.status)) {
+      const failed = await db.transaction((m) => releaseAndClose(m, row.action_id, 'failed', message, { errorCode: 'workflow_lost', retryable: true }));
+      if (!failed) return false;
+      log.warn('reconciled an action whose workflow stopped: hold released, action failed', {
+        actionId: row.action_id, jobId: row.job_id, workflow: state.kind === 'closed' ? state.status : 'missing',
+      });
+      await announceFailure(client, config.taskQueue, row.action_id);
+      return true;
+    }
+    if (!(await finishJobAsItsAction(db, row.job_id!))) return false;
+    log.warn('reconciled a job whose workflow stopped after its action ended', { actionId: row.action_id, jobId: row.job_id });
+    return true;
+  });
+}
+
+/** Each action type's events by outcome, as JSON for the query below: `{"photo": {"completed": ..., "failed": ...}}`. */
+const EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, { completed: eventFor(type, 'completed'), failed: eventFor(type, 'failed') }])));
+
+/**
+ * Outcomes no workflow announced. An image action's render charges and completes the action itself, so a render
+ * still running when an operator terminated its workflow may complete it afterwards, with no workflow left to send
+ * its completion event (so may any workflow terminated between its charge and its announcement); and the failure
+ * the reconciler itself records is announced by a workflow it starts, which a failed start leaves unsent. Past the
+ * grace period and within a day, a completed or failed action that was accepted (`started`), with a subscriber of
+ * its event and no delivery of it, whose workflow ended without completing (terminated, timed out) or is gone, gets
+ * an announcement workflow (one per action and outcome: never twice). Answers how many.
+ */
+export async function announceUnannouncedOutcomes(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  return inPages((after: number) => sqlRows<Owned>(db.manager,
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+       FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
+      WHERE a.status IN ('completed', 'failed') AND a.start_state = 'started'
+        AND a.completed_at < now() - make_interval(secs => $1) AND a.completed_at > now() - interval '1 day'
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb -> a.type ->> a.status)
+        AND (a.webhook_url IS NOT NULL OR EXISTS (
+              SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active
+                 AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at))
+        AND a.id > $3
+      ORDER BY a.id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, EVENTS, after]), (row) => row.action_id, 0,
+  (rows) => countMoved(rows, 'announcing an outcome', ownedIds, async (row) => {
+    // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
+    // since is not sent events of earlier actions).
+    const state = await workflowState(client, ownerOf(row));
+    if (state.kind === 'running' || (state.kind === 'closed' && state.status === 'COMPLETED')) return false;
+    const outcome = row.status as 'completed' | 'failed';
+    await startAnnouncement(client, config.taskQueue, row.action_id, outcome, 'its workflow ended without sending it');
+    log.warn('announced an outcome its workflow did not', { actionId: row.action_id, jobId: row.job_id, outcome });
+    return true;
+  }));
+}
+
+interface PendingDelivery { id: string; action_id: number; event: string; max_attempts: number; webhook_id: string | null; created_at: Date }
+
+/**
+ * Pending deliveries (past the grace period, within a day) whose workflow is not running. One that an operator
+ * terminated, or that ended otherwise without recording an outcome, is closed as failed, so that it does not show
+ * `pending` forever and the integrator may redeliver it; one whose workflow never started (its start failed) is
+ * started with its attempts. Answers how many moved.
+ */
+export async function settleLostDeliveries(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  return inPages((after: { createdAt: Date; id: string }) => sqlRows<PendingDelivery>(db.manager,
+    `SELECT id, action_id, event, max_attempts, webhook_id, created_at FROM webhook_deliveries
+      WHERE status = 'pending' AND updated_at < now() - make_interval(secs => $1) AND created_at > now() - interval '1 day'
+        AND (created_at, id) > ($2, $3)
+      ORDER BY created_at, id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, after.createdAt, after.id]),
+  (row) => ({ createdAt: row.created_at, id: row.id }), { createdAt: new Date(0), id: '00000000-0000-0000-0000-000000000000' },
+  (rows) => countMoved(rows, 'settling a delivery', (delivery) => ({ deliveryId: delivery.id }),
+    (delivery) => settleLostDelivery(db, client, config, delivery)));
+}
+
+async function settleLostDelivery(db: DataSource, client: Client, config: ReconcileConfig, delivery: PendingDelivery): Promise<boolean> {
+  const state = await workflowState(client, deliveryWorkflowId(delivery.id));
+  if (state.kind === 'running') return false;
+  if (state.kind === 'missing') {
+    try {
+      await startDeliveryWorkflow(client, config.taskQueue, {
+        deliveryId: delivery.id, actionId: delivery.action_id, event: delivery.event, maxAttempts: delivery.max_attempts,
+        retryInitialMs: config.webhookRetryInitialMs, summary: `${delivery.event} (started by the reconciler)`,
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return false; // started meanwhile (its action's workflow, another worker)
+      throw err;
+    }
+    log.warn('started a delivery whose workflow never started', { deliveryId: delivery.id, actionId: delivery.action_id });
+    return true;
+  }
+  // Still pending past the grace period since its last change: a redelivery meanwhile (which makes it pending again
+  // and starts a new run) moves `updated_at`, which keeps it out of this.
+  const closed = await sqlRows(db.manager,
+    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now()
+      WHERE id = $1 AND status = 'pending' AND updated_at < now() - make_interval(secs => $3) RETURNING id`,
+    [delivery.id, `Delivery stopped: its workflow ended (${state.status.toLowerCase().replace(/_/g, ' ')})`, config.graceSeconds]);
+  if (closed.length === 0) return false;
+  log.warn('closed a delivery whose workflow stopped without an outcome', { deliveryId: delivery.id, workflow: state.status });
+  return true;
+}
+
+/** Rows a pass reads at once, and pages at most: rows a pass leaves alone (still running) cannot hide the rest. */
+const PAGE_ROWS = 100;
+const PASS_PAGES = 10;
+
+/** Runs `step` over pages of `fetch` (each after the last key of the one before), up to PASS_PAGES; answers the sum. */
+async function inPages<T, K>(fetch: (after: K) => Promise<T[]>, keyOf: (row: T) => K, first: K, step: (rows: T[]) => Promise<number>): Promise<number> {
+  let moved = 0;
+  let after = first;
+  for (let page = 0; page < PASS_PAGES; page++) {
+    const rows = await fetch(after);
+    if (rows.length === 0) break;
+    moved += await step(rows);
+    if (rows.length < PAGE_ROWS) break;
+    after = keyOf(rows[rows.length - 1]);
+  }
+  return moved;
+}
+
+/** Runs `step` for each row; one row's failure is logged and does not stop the others. Answers how many moved. */
+/**
+ * Runs `step` on each row, one at a time; a row whose step throws is logged (with `idsOf` it) and left to the next
+ * pass. Answers how many rows the steps moved.
+ */
+async function countMoved<R>(rows: R[], what: string, idsOf: (row: R) => Record<string, unknown>, step: (row: R) => Promise<boolean>): Promise<number> {
+  let moved = 0;
+  for (const row of rows) {
+    try {
+      if (await step(row)) moved++;
+    } catch (err) {
+      log.error(`reconciler: ${what} failed`, { ...idsOf(row), error: String(err) });
+    }
+  }
+  return moved;
+}
+
+/** A job left live although its action ended (its workflow stopped in between): it ends as its action did. */
+async function finishJobAsItsAction(db: DataSource, jobId: string): Promise<boolean> {
+  // The action's row first (the house order: action before job), as the event trigger of `jobs` takes it at commit.
+  const rows = await sqlRows(db.manager,
+    `WITH action_locked AS (SELECT 1 FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE)
+     UPDATE jobs j SET status = CASE a.status WHEN 'completed' THEN 'succeeded' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
+            phase = CASE a.status WHEN 'completed' THEN 'completed' ELSE 'failed' END,
+            error_message = CASE a.status WHEN 'failed' THEN a.error_message ELSE j.error_message END,
+            completed_at = now(), updated_at = now()
+       FROM actions a
+      WHERE j.id = $1 AND a.id = j.action_id AND a.status IN ('completed', 'failed', 'cancelled')
+        AND j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND EXISTS (SELECT 1 FROM action_locked)
+      RETURNING j.id`, [jobId]);
+  return rows.length > 0;
+}
+
+/** A failure announcement that cannot be started now is started by the next pass of announceUnannouncedOutcomes. */
+async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {
+  await startAnnouncement(client, taskQueue, actionId, 'failed', 'closed by the reconciler')
+    .catch((err) => log.warn('could not start the failure announcement; the next pass will', { actionId, error: String(err) }));
+}
+
+/**
+ * One pass (`reconcile`) unless another process's, or this one's previous, is still under way: with N worker
+ * processes the deployment makes one pass a minute, not N. The lock is held by a session of its own, ended after
+ * the pass (or with a process that dies mid-pass), so it can never stay behind in a pooled connection. Answers
+ * whether this call made the pass.
+ */
+export async function reconcileExclusively(db: DataSource, client: Client, config: ReconcileConfig): Promise<boolean> {
+  const session = new PgClient({ connectionString: databaseUrlOf(db), ...CONNECTION_SETTINGS, application_name: 'imagery-reconciler-lock' });
+  session.on('error', () => undefined); // a lost lock session ends the pass's claim; the next minute tries again
+  try {
+    await session.connect();
+    const { rows: [{ locked }] } = await session.query('SELECT pg_try_advisory_lock($1) AS locked', [ADVISORY_LOCKS.reconciler]);
+    if (!locked) return false;
+    await reconcile(db, client, config); // logs its own failures
+    return true;
+  } catch (err) {
+    log.warn('the reconciler lock could not be taken; the next pass will try again', { error: String(err) });
+    return false;
+  } finally {
+    await session.end().catch(() => undefined); // gives the lock back
+  }
+}
+
+/** One pass of each; logs instead of throwing, so the timer keeps going. */
+export async function reconcile(db: DataSource, client: Client, config: ReconcileConfig): Promise<void> {
+  try {
+    await settleStarts(db, client, config.startGraceSeconds ?? 30);
+    await reconcileLostWorkflows(db, client, config);
+    await announceUnannouncedOutcomes(db, client, config);
+    await settleLostDeliveries(db, client, config);
+  } catch (err) {
+    log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Turns an ImageInput (HTTPS `url`, base64 `data`, or an `upl_` id in `data`) into checked bytes: size and pixel
+ * count capped before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC
+ * converted to JPEG on arrival, and every pixel decoded once to prove the image is usable before anything is held
+ * or stored.
+ */
+import { createHash } from 'node:crypto';
+import { sqlRow } from '../db/sql';
+import { ImageRefused, usableImage, type UsableImage } from './image-limits';
+import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../net/outbound';
+import { AppError, badRequest, generationUnavailable, imageTooLarge } from '../errors';
+import { HeicConversionTimedOut, HeicConverterBusy, heicToJpeg } from './heic-converter';
+import type { Services } from '../services';
+
+export const MAX_IMAGE_BYTES = 15 * 1024 * 1024;
+const URL_FETCH_TIMEOUT_MS = 15_000;
+/** Seconds a request refused for a full HEIC converter queue is asked to wait (`Retry-After`). */
+const HEIC_BUSY_RETRY_AFTER_SECONDS = 5;
+
+export interface CheckedImage extends UsableImage {
+  /** Set when the image is already stored (an upload). */
+  storedKey?: string;
+}
+
+export interface ImageInput { url?: string; data?: string; media_type?: string }
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+const DATA_URI_PREFIX = /^data:[^,]*;base64,/;
+
+/**
+ * Decodes base64 text (a `data:` URI prefix and whitespace are tolerated), refusing oversize before decoding. The
+ * text can be 20 MB, so it is sliced (no copy) rather than rewritten, and rewritten only when it holds whitespace.
+ */
+export function decodeBase64Image(text: string, where: string): Buffer {
+  const prefix = text.startsWith('data:') ? DATA_URI_PREFIX.exec(text)?.[0].length ?? 0 : 0;
+  let payload = prefix ? text.slice(prefix) : text;
+  if (/\s/.test(payload)) payload = payload.replace(/\s+/g, '');
+  const padding = payload.endsWith('==') ? 2 : payload.endsWith('=') ? 1 : 0;
+  const decodedSize = Math.floor((payload.length * 3) / 4) - padding;
+  if (decodedSize > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${decodedSize} bytes decoded; the limit is ${MAX_IMAGE_BYTES}`);
+  if (payload.length === 0 || payload.length % 4 === 1 || !BASE64.test(payload)) throw badRequest(`${where} is not valid base64 data`);
+  return Buffer.from(payload, 'base64');
+}
+
+/**
+ * HEIC to JPEG on the shared converter. A full queue is 503 (the image is fine, the server is busy: try again); a
+ * conversion past the timeout is 400, since an image within MAX_HEIC_PIXELS converts in about a second, so one that
+ * runs fifteen is built to stall the converter and would again.
+ */
+async function convertHeic(heic: Buffer, pixels: number, where: string): Promise<Buffer> {
+  try {
+    return await heicToJpeg(heic, pixels);
+  } catch (err) {
+    if (err instanceof HeicConverterBusy) {
+      throw generationUnavailable(`${where}: the HEIC converter is busy with other requests; try again shortly, or send the image as JPEG`,
+        HEIC_BUSY_RETRY_AFTER_SECONDS);
+    }
+    if (err instanceof HeicConversionTimedOut) throw badRequest(`${where} cannot be decoded as HEIC (${err.message}); send it as JPEG`);
+    throw badRequest(`${where} cannot be decoded as HEIC (${(err as Error).message})`);
+  }
+}
+
+/**
+ * The input checked as every stored image is (`usableImage`), HEIC converted on the shared converter: 413 over
+ * MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS (MAX_HEIC_PIXELS for HEIC) or MAX_IMAGE_SIDE, 400 for anything that is not a
+ * usable JPEG, PNG, WebP or HEIC, 503 when the HEIC converter's queue is full.
+ */
+export async function checkImage(original: Buffer, where: string): Promise<CheckedImage> {
+  if (original.length > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${original.length} bytes; the limit is ${MAX_IMAGE_BYTES}`);
+  try {
+    return await usableImage(original, { heicToJpeg: (heic, pixels) => convertHeic(heic, pixels, where) });
+  } catch (err) {
+    if (!(err instanceof ImageRefused)) throw err;
+    throw err.reason === 'too_large' ? imageTooLarge(`${where} ${err.message}`) : badRequest(`${where} ${err.message}`);
+  }
+}
+
+const EXTENSIONS: Record<CheckedImage['format'], string> = { jpeg: 'jpg', png: 'png', webp: 'webp' };
+
+/** Where checked bytes are stored: content-addressed, so a retry or a repeated image costs one file. */
+export function inputKey(image: Pick<CheckedImage, 'bytes' | 'format'>): string {
+  return `inputs/${createHash('sha256').update(image.bytes).digest('hex')}.${EXTENSIONS[image.format]}`;
+}
+
+export function imageReader({ db, store, outbound }: Pick<Services, 'db' | 'store' | 'outbound'>) {
+  async function fromUrl(url: string, where: string): Promise<CheckedImage> {
+    try {
+      const { bytes } = await outbound.fetchBytes(url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: URL_FETCH_TIMEOUT_MS });
+      return await checkImage(bytes, where);
+    } catch (err) {
+      if (err instanceof OutboundTooLarge) throw imageTooLarge(`${where}: the image ${err.message}`);
+      if (err instanceof OutboundRefused) throw badRequest(`${where}: the URL ${err.message}`);
+      if (err instanceof OutboundFailed) throw badRequest(`${where}: the image could not be fetched (${err.message})`);
+      throw err;
+    }
+  }
+
+  async function fromUpload(uploadId: string, where: string, accountId: number): Promise<CheckedImage> {
+    const upload = await sqlRow(db.manager,
+      'SELECT input_key, format, width, height, expires_at, account_id FROM uploads WHERE id = $1', [uploadId]);
+    if (!upload || upload.account_id !== accountId) throw new AppError(400, 'upload_not_found', `${where}: upload ${uploadId} does not exist`);
+    if (new Date(upload.expires_at).getTime() <= Date.now()) throw new AppError(400, 'upload_expired', `${where}: upload ${uploadId} has expired; upload the image again`);
+    return { bytes: await store.read(upload.input_key), format: upload.format, width: upload.width, height: upload.height, storedKey: upload.input_key };
+  }
+
+  /** Reads one ImageInput of the calling account. */
+  return async function readImage(input: ImageInput, where: string, accountId: number): Promise<CheckedImage> {
+    if (input.url !== undefined) return fromUrl(input.url, where);
+    if (input.data!.startsWith('upl_')) return fromUpload(input.data!, where, accountId);
+    return checkImage(decodeBase64Image(input.data!, where), where);
+  };
+}
+
+/** The stored keys of checked images, in order: computed from the bytes, so nothing needs to be stored first. */
+export function inputKeys(images: CheckedImage[]): string[] {
+  return images.map((image) => image.storedKey ?? inputKey(image));
+}
+
+/**
+ * Stores the images that are not stored yet, under their `inputKeys`. Called once the action and its hold are
+ * committed, so that a refused request (402, a conflict) leaves nothing on disk.
+ */
+export async function storeInputs({ store }: Pick<Services, 'store'>, images: CheckedImage[]): Promise<void> {
+  await Promise.all(images.filter((image) => !image.storedKey).map((image) => store.put(inputKey(image), image.bytes)));
+}

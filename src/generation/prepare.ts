@@ -1,0 +1,114 @@
+/**
+ * What every generation endpoint (v1 and v2, single or part of a funnel) does before it submits: read and check
+ * the images (stored only once the action is accepted), fill what the integrator left out (category, concept,
+ * product name) from the catalogue or the text provider's analysis, price it, and say where its card goes.
+ */
+import { Action } from '../db/entities';
+import type { PhotoParams } from '../actions/params';
+import type { Placement } from '../actions/submit';
+import { requireProvider } from '../actions/submit';
+import { photoPrice, readPriceList } from '../billing/pricing';
+import { requireOwn } from '../accounts/ownership';
+import { AppError, badRequest, unsupportedParameter } from '../errors';
+import { type Locale, resolveLocale } from '../locale';
+import type { PhotoJob } from '../providers/provider';
+import type { Caller, Services } from '../services';
+import { analyzeProduct } from './ask-text-provider';
+import { categoryOfConcept, findCategory } from './catalogue';
+import { type CheckedImage, type ImageInput, imageReader, inputKeys } from './images';
+
+/** A photo as the contract orders it (v1 `generate/photo`, v2 `generation.execute`). */
+export interface PhotoOrder {
+  images: ImageInput[];
+  category_id?: string;
+  concept_id?: string;
+  product_name?: string;
+  comment?: string;
+  photo_style: PhotoJob['photoStyle'];
+  aspect_ratio: string;
+  resolution: PhotoJob['resolution'];
+  locale?: Locale;
+}
+
+export interface Detected { categoryId: string; conceptId: string; productName: string; qualities?: string[]; detected: boolean }
+
+/** The preparation every generation endpoint (v1 and v2) is made of, for one process's services. */
+export function generationPreparation(services: Services) {
+  const { db, providers } = services;
+  const readImage = imageReader(services);
+
+  async function readImages(inputs: ImageInput[], field: string, caller: Caller): Promise<CheckedImage[]> {
+    const images: CheckedImage[] = [];
+    for (const [index, input] of inputs.entries()) images.push(await readImage(input, `${field}[${index}]`, caller.accountId));
+    return images;
+  }
+
+  /**
+   * Fills category, concept and product name: sent values win, a sent catalogue concept implies its category,
+   * the rest is detected from the photos. `needQualities` asks for the detected qualities too.
+   */
+  async function detect(
+    images: CheckedImage[], locale: Locale,
+    sent: { category_id?: string; concept_id?: string; product_name?: string }, defaultConcept: string | undefined, needQualities = false,
+  ): Promise<Detected> {
+    let categoryId = sent.category_id ?? (sent.concept_id ? categoryOfConcept(sent.concept_id)?.id : undefined);
+    let productName = sent.product_name;
+    let qualities: string[] | undefined;
+    let detected = false;
+    if (!categoryId || !productName || needQualities) {
+      requireProvider(services, 'text');
+      const analysis = await analyzeProduct(providers, images.map((i) => i.bytes), locale);
+      qualities = analysis.qualities;
+      if (!categoryId) [categoryId, detected] = [analysis.category_id, true];
+      if (!productName) [productName, detected] = [analysis.product_name, true];
+    }
+    const category = findCategory(categoryId)!;
+    let conceptId = sent.concept_id;
+    if (!conceptId) {
+      conceptId = defaultConcept ?? category.concepts[0].id;
+      if (!defaultConcept) detected = true;
+    } else if (categoryOfConcept(conceptId) && !category.concepts.some((c) => c.id === conceptId)) {
+      throw badRequest(`concept_id "${conceptId}" does not belong to category "${categoryId}"`);
+    }
+    return { categoryId, conceptId, productName, qualities, detected };
+  }
+
+  /** A new card grouped by project_id or the key's default, its project named after the product. */
+  const newCard = (body: { project_id?: number; aspect_ratio: string }, found: Detected, ownProject?: 'api_v2'): Placement => ({
+    kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo', ownProject,
+    hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
+  });
+
+  /** A photo request made ready to submit: images read (submitAction stores them), fields detected, price and params set. */
+  async function preparePhoto(body: PhotoOrder, caller: Caller, acceptLanguage: string | undefined) {
+    const locale = resolveLocale(body.locale, acceptLanguage);
+    const images = await readImages(body.images, 'images', caller);
+    const found = await detect(images, locale, body, undefined);
+    const price = photoPrice(await readPriceList(db), body.resolution);
+    const params: PhotoParams = {
+      inputs: inputKeys(images), productName: found.productName, categoryId: found.categoryId,
+      conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
+      resolution: body.resolution, comment: body.comment,
+    };
+    return { found, price, params, images };
+  }
+
+  return { readImage, readImages, detect, newCard, preparePhoto };
+}
+
+
+export const MAX_EDIT_DEPTH = 99;
+
+/** Checks that `sourceId` can be edited by the caller and answers it (shared with v2 edit jobs). */
+export async function editableSource(services: Pick<Services, 'db'>, caller: Caller, sourceId: number): Promise<Action> {
+  const source = await requireOwn(services.db.manager, Action, sourceId, caller, 'Action');
+  if (source.status !== 'completed' || !source.assetPath) {
+    throw new AppError(409, 'action_not_completed', `Action ${sourceId} is ${source.status}; only a completed action can be edited`, { status: source.status });
+  }
+  if (source.product === 'video') throw unsupportedParameter('A video cannot be edited');
+  if (source.depth + 1 > MAX_EDIT_DEPTH) {
+    throw new AppError(409, 'edit_depth_exceeded', `Action ${sourceId} is at depth ${source.depth}; edits go at most ${MAX_EDIT_DEPTH} deep`, { max_depth: MAX_EDIT_DEPTH });
+  }
+  return source;
+}
+
