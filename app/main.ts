@@ -53,7 +53,7 @@ async function main(mode: Mode): Promise<void> {
   // Before any client, worker or app is made: they add tracing's interceptors and middleware only when it is on.
   if (config.otlpEndpoint) {
     // Required here only: with tracing off, the SDK and the exporter are never loaded.
-    (require('./telemetry/tracing') as typeof import('../src/telemetry/tracing')).installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
+    (await import('../src/telemetry/tracing')).installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
     log.info('tracing on', { otlpCollector: new URL(config.otlpEndpoint).origin, serviceName: config.otelServiceName }); // no path: it may hold a token
   }
   const providers = createProviders(config);

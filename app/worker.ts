@@ -81,6 +81,7 @@ function tracingOptions(withWorkflows: boolean): Partial<WorkerOptions> {
   const installed = tracing();
   if (!installed) return {};
   const { makeWorkflowExporter, OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor } =
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a package, loaded only with tracing on
     require('@temporalio/interceptors-opentelemetry/lib/worker') as typeof OtelWorker; // loaded only with tracing on
   return {
     interceptors: {

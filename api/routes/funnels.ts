@@ -18,11 +18,10 @@ import { FUNNEL_UPDATES } from '../../src/temporal/contract';
 import { startFunnelWorkflow } from '../../src/temporal/starts';
 import { askFunnel } from '../../src/funnels/steps';
 import { requireProvider, submitAction } from '../../src/actions/submit';
-import { send } from '../idempotency';
+import { send, idempotencyHeader, answerRepeat } from '../idempotency';
 import { analyzeProduct, askTextProvider } from '../../src/generation/ask-text-provider';
 import { AppError, forbidden, generationUnavailable, notFound, unsupportedParameter } from '../../src/errors';
 import { insertProject } from '../../src/projects/grouping';
-import { idempotencyHeader } from '../idempotency';
 import { inputKeys, storeInputs } from '../../src/generation/images';
 import { resolveLocale } from '../../src/locale';
 import type { Route, RouteResponse } from '../route';
@@ -34,7 +33,6 @@ import { ref } from '../schemas/shared';
 import type { ApiServices } from '../services';
 import type { Caller } from '../../src/services';
 import { GENERATION_ERRORS, generationResponse } from '../generation';
-import { answerRepeat } from '../idempotency';
 import { generationPreparation } from '../../src/generation/prepare';
 
 /** How long a generate's answer waits for the session workflow to note its card (the card is committed already). */

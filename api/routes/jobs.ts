@@ -10,7 +10,7 @@ import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL
 import { readPriceList } from '../../src/billing/pricing';
 import { cancelJob } from '../../src/actions/cancel';
 import { newVersionOf, submitAction } from '../../src/actions/submit';
-import { answerRepeat, send } from '../idempotency';
+import { answerRepeat, send, idempotencyHeader } from '../idempotency';
 import { notFound } from '../../src/errors';
 import { type Route, V2_PREFIX } from '../route';
 import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
@@ -21,7 +21,6 @@ import { iso, moneyView } from '../representations';
 import { MONEY_FIELDS, MONEY_PROPERTIES } from '../schemas/shared';
 import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import { GENERATION_ERRORS } from '../generation';
-import { idempotencyHeader } from '../idempotency';
 import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
 import { actionEventStreamResponses } from '../live/event-schemas';
 

@@ -2,17 +2,18 @@
  * Status and results: a single action's status with a fresh signed URL, cancel, the results list, and the
  * download redirect.
  */
-import { Action } from '../../src/db/entities';
+import { Action, Project } from '../../src/db/entities';
 import { prepared, preparedRow } from '../../src/db/prepared';
-import { cancelAction } from '../actions/cancel';
-import { AppError } from '../errors';
-import { assertOwn, requireOwn } from '../ownership';
+import { cancelAction } from '../../src/actions/cancel';
+import { AppError } from '../../src/errors';
+import { assertOwn, requireOwn } from '../../src/accounts/ownership';
 import type { Route } from '../route';
 import { actionIdPath } from '../schemas/generate';
 import { MONEY_FIELDS, MONEY_PROPERTIES, ref } from '../schemas/shared';
 import { moneyView } from '../representations';
 import type { HoldStatus } from '../../src/db/entities/spark-hold';
-import type { ApiServices, Caller } from '../services';
+import type { ApiServices } from '../services';
+import type { Caller } from '../../src/services';
 import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
 import { actionEventStreamResponses } from '../live/event-schemas';
 
@@ -157,6 +158,8 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
             },
           },
         },
+        403: { description: '`forbidden`: project_id belongs to another account' },
+        404: { description: '`not_found`: project_id does not exist' },
       },
       async handle(ctx, { query }) {
         const caller = ctx.state.caller as Caller;
@@ -165,7 +168,10 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
         if (query.status) q.andWhere('a.status = :status', { status: query.status });
         if (query.created_after) q.andWhere(`a.createdAt >= (:after::date AT TIME ZONE 'UTC')`, { after: query.created_after });
         if (query.created_before) q.andWhere(`a.createdAt < (:before::date AT TIME ZONE 'UTC')`, { before: query.created_before });
-        if (query.project_id) q.andWhere('a.projectId = :project', { project: query.project_id });
+        if (query.project_id) {
+          await requireOwn(db.manager, Project, query.project_id, caller, 'Project'); // 404 unknown, 403 another account's
+          q.andWhere('a.projectId = :project', { project: query.project_id });
+        }
         if (query.client_group_id !== undefined) q.andWhere('a.clientGroupId = :group', { group: query.client_group_id });
         const [rows, total] = await q.orderBy('a.createdAt', 'DESC').addOrderBy('a.id', 'DESC')
           .skip((query.page - 1) * query.page_size).take(query.page_size).getManyAndCount();

@@ -9,6 +9,7 @@ import { tracingOn } from '../telemetry/spans';
 export async function connectClient(address: string, namespace: string): Promise<Client> {
   const connection = await Connection.connect({ address });
   const interceptors = tracingOn() // the interceptor's module is loaded only with tracing on
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     ? { workflow: [new (require('@temporalio/interceptors-opentelemetry/lib/client') as typeof OtelClient).OpenTelemetryWorkflowClientInterceptor()] }
     : undefined;
   return new Client({ connection, namespace, ...(interceptors ? { interceptors } : {}) });

@@ -88,7 +88,11 @@ describe('access across accounts: every route with a resource id', function () {
     const bCard = await cardOf(bAction.action_id);
     assert.equal((await asB('PATCH', `${V1}/cards/${bCard}`, { project_id: project.id })).status, 403);
     const filtered = await asB('GET', `${V1}/results?project_id=${project.id}`);
-    assert.ok(filtered.status === 403 || (filtered.status === 200 && filtered.body.items.length === 0), JSON.stringify(filtered.body));
+    assert.equal(filtered.status, 403, JSON.stringify(filtered.body));
+    assert.equal(filtered.body.detail.error, 'forbidden');
+    const unknown = await asB('GET', `${V1}/results?project_id=2147483647`);
+    assert.equal(unknown.status, 404, JSON.stringify(unknown.body));
+    assert.equal(unknown.body.detail.error, 'not_found');
 
     // Nothing of A's moved: its project, card, webhook, action and job are as they were.
     assert.equal((await asA('GET', `${V1}/projects/${project.id}`)).body.name, SECRET_NAME);

@@ -2,8 +2,7 @@
  * What the service asks Gemini, in words. The attached images come first; these prompts say what they are and
  * what to make of them. Written in English, with the language of any visible or returned text named explicitly.
  */
-import { CATEGORY_IDS } from '../../generation/catalogue';
-import { findCategory } from '../../generation/catalogue';
+import { CATEGORY_IDS, findCategory } from '../../generation/catalogue';
 import type { CardJob, EditJob, FunnelProductJob, IdeaJob, PhotoJob, ScenarioJob, WishesJob } from '../provider';
 import type { Locale } from '../../locale';
 
