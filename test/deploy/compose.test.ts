@@ -40,13 +40,13 @@ describe('docker-compose.yml', function () {
     assert.equal(services['temporal-ui'].image, `temporalio/ui:${TEMPORAL_UI_VERSION.slice(1)}`);
   });
 
-  it('sets only variables the README documents, and registers the workflows\' search attributes', () => {
-    // The first cells of the README's tables, where variables are documented (some rows name two).
-    const documented = readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('\n')
+  it('sets only variables docs/configuration.md documents, and registers the workflows\' search attributes', () => {
+    // The first cells of the tables of docs/configuration.md, where variables are documented (some rows name two).
+    const documented = readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8').split('\n')
       .filter((line) => line.startsWith('| `')).map((line) => line.split('|')[1]);
     const passed = Object.keys(compose['x-service'].environment);
     for (const variable of passed) {
-      assert.ok(documented.some((cell) => cell.includes(`\`${variable}\``)), `${variable} is in the README's configuration table`);
+      assert.ok(documented.some((cell) => cell.includes(`\`${variable}\``)), `${variable} is in a table of docs/configuration.md`);
     }
     // And the other way round for what a deployment must be able to set: storage, providers, worker queues, metrics, tracing.
     const deploymentVariables = documented.flatMap((cell) => [...cell.matchAll(/`((?:ASSET|S3|GEMINI|RUNWAY|WORKER|METRICS|OTEL)_[A-Z_]+|[A-Z]+_PROVIDER)`/g)].map((m) => m[1]));
