@@ -4,10 +4,9 @@
  * answer says whether the job is still live. The moves that accompany another step (the start, the render, the
  * charge, the failure) are made by that step's own activity, in its transaction (see `moveJobRecord`).
  */
-import { releaseAndClose } from '../src/actions/states';
-import { JobMove, moveJobRecord } from '../src/jobs/states';
+import { releaseAndClose } from '../src/actions/lifecycle';
+import { finishJobPostprocessing, JobMove, moveJobRecord } from '../src/jobs/lifecycle';
 import type { ActivityDeps } from './deps';
-
 
 export function createJobLifecycleActivities({ db }: ActivityDeps) {
   return {
@@ -17,10 +16,7 @@ export function createJobLifecycleActivities({ db }: ActivityDeps) {
 
     /** After a success's webhooks are started: the last phase, for a job that is already `succeeded`. */
     async finishJobPostprocessing(jobId: string): Promise<void> {
-      // The action's row first, as in moveJobRecord (the event trigger of `jobs` locks it).
-      await db.query(`WITH action_locked AS (SELECT 1 FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE)
-        UPDATE jobs SET phase = 'completed', updated_at = now()
-         WHERE id = $1 AND status = 'succeeded' AND phase = 'postprocessing' AND EXISTS (SELECT 1 FROM action_locked)`, [jobId]);
+      await finishJobPostprocessing(db.manager, jobId);
     },
 
     /** Ends a job cancelled while it ran: the job, its action and its hold, in one transaction (locks in order). */

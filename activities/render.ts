@@ -12,9 +12,11 @@ import type { ParamsByProduct } from '../src/actions/params';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
 import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { databaseAway } from '../src/db/sql';
-import { JobMove, moveJobRecord } from '../src/jobs/states';
-import type { ActionEnd } from '../src/actions/states';
-import { completeRendered, recordedEnd, startAction } from './action-lifecycle';
+import { JobMove, moveJobRecord } from '../src/jobs/lifecycle';
+import type { ActionEnd } from '../src/actions/lifecycle';
+import {
+  completeRendered, forgetProviderTask, providerTaskOf, recordedEnd, recordProgress, recordProviderTask, startAction,
+} from '../src/actions/lifecycle';
 import type { ActivityDeps } from './deps';
 
 /**
@@ -185,15 +187,15 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
             ? await video('check_video', () => providers.video.checkVideo(taskId, signal))
             : await videoJob(action).then((job) => video('start_video', () => providers.video.startVideo(job, signal)));
           if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
-          if (!taskId) await db.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, progress.taskId]);
+          if (!taskId) await recordProviderTask(db.manager, actionId, progress.taskId);
           // The provider's percent (Runway's `progress`, 0 to 1) for live progress; a change adds an action event.
           const percent = progressPercent(progress.progress);
-          if (percent !== null) await db.query('UPDATE actions SET progress = $2 WHERE id = $1 AND progress IS DISTINCT FROM $2', [actionId, percent]);
+          if (percent !== null) await recordProgress(db.manager, actionId, percent);
           return { state: 'running', taskId: progress.taskId, progress: progress.progress };
         })());
       } catch (err) {
         if (taskId && err instanceof ProviderError && err.taskEnded) {
-          await db.query('UPDATE actions SET provider_task_id = NULL WHERE id = $1 AND provider_task_id = $2', [actionId, taskId]);
+          await forgetProviderTask(db.manager, actionId, taskId);
         }
         throw toFailure(err);
       }
@@ -201,8 +203,8 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
 
     /** Asks the provider to stop the action's task, if it has one (a cancelled action). */
     async cancelVideoRender(actionId: number): Promise<void> {
-      const [row] = await db.query('SELECT provider_task_id FROM actions WHERE id = $1', [actionId]);
-      if (row?.provider_task_id) await video('cancel_video', () => providers.video.cancelVideo(row.provider_task_id));
+      const taskId = await providerTaskOf(db.manager, actionId);
+      if (taskId) await video('cancel_video', () => providers.video.cancelVideo(taskId));
     },
 
     /**

@@ -24,7 +24,7 @@ import {
   TimeoutFailure, upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { JobMove, JobPhase, JobStatus } from '../src/jobs/states';
+import type { JobMove, JobPhase, JobStatus } from '../src/jobs/lifecycle';
 import {
   FAILURE_TYPES, type JobInput, type JobOutcome, NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
 } from '../src/temporal/contract';

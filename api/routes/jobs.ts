@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { prepared, preparedRow } from '../../src/db/prepared';
 import type { EditParams } from '../../src/actions/params';
-import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/jobs/states';
+import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/jobs/lifecycle';
 import { readPriceList } from '../../src/billing/pricing';
 import { cancelJob } from '../../src/actions/cancel';
 import { newVersionOf, submitAction } from '../../src/actions/submit';

@@ -2,6 +2,7 @@
  * Projects and cards: Project > Card > Action. Lists hide v2 projects unless `source=all`.
  */
 import { In } from 'typeorm';
+import { moveCardToProject } from '../../src/actions/lifecycle';
 import { Action, Card, Project } from '../../src/db/entities';
 import { badRequest } from '../../src/errors';
 import { requireOwn } from '../../src/accounts/ownership';
@@ -164,9 +165,8 @@ export function projectRoutes({ db }: ApiServices): Route[] {
         const moved = await db.transaction(async (m) => {
           const card = await requireOwn(m, Card, params.card_id, caller, 'Card');
           await requireOwn(m, Project, body.project_id, caller, 'Project');
-          card.projectId = body.project_id;
-          await m.query('UPDATE actions SET project_id = $2, updated_at = now() WHERE card_id = $1', [card.id, body.project_id]);
-          return m.save(card);
+          await moveCardToProject(m, card.id, body.project_id);
+          return m.findOneByOrFail(Card, { id: card.id });
         });
         ctx.body = cardView(moved);
       },

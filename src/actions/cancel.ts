@@ -7,9 +7,9 @@
 import { WorkflowExecutionDescription, WorkflowNotFoundError } from '@temporalio/client';
 import type { ActionStatus } from '../db/entities/action';
 import { sqlRow } from '../db/sql';
-import { closeAction, lockForSettlement, OPEN_ACTION_STATUSES, releaseAndClose } from './states';
+import { closeAction, lockForSettlement, OPEN_ACTION_STATUSES, releaseAndClose } from './lifecycle';
 import { settleHold } from '../billing/sparks';
-import { JobStatus, TERMINAL_JOB_STATUSES } from '../jobs/states';
+import { JobStatus, TERMINAL_JOB_STATUSES } from '../jobs/lifecycle';
 import { actionWorkflowId, jobWorkflowId, PROVIDER_HEARTBEAT_TIMEOUT_SECONDS } from '../temporal/contract';
 import { workflowState } from '../temporal/workflow-state';
 import { log } from '../log';

@@ -19,13 +19,14 @@ import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client
 import { Client as PgClient } from 'pg';
 import type { DataSource } from 'typeorm';
 import { ADVISORY_LOCKS, CONNECTION_SETTINGS, databaseUrlOf } from '../db/data-source';
-import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from './states';
+import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from './lifecycle';
 import { sqlRows } from '../db/sql';
 import { ACTION_TYPES } from '../db/entities/action';
 import { eventFor } from '../webhooks/events';
 import { log } from '../log';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
 import { startAnnouncement, startDeliveryWorkflow } from '../temporal/starts';
+import { finishJobAsItsAction } from '../jobs/lifecycle';
 import { lostWorkflowMessage, workflowState } from '../temporal/workflow-state';
 
 export interface ReconcileConfig {
@@ -87,7 +88,7 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
       await announceFailure(client, config.taskQueue, row.action_id);
       return true;
     }
-    if (!(await finishJobAsItsAction(db, row.job_id!))) return false;
+    if (!(await finishJobAsItsAction(db.manager, row.job_id!))) return false;
     log.warn('reconciled a job whose workflow stopped after its action ended', { actionId: row.action_id, jobId: row.job_id });
     return true;
   });
@@ -210,21 +211,6 @@ async function countMoved<R>(rows: R[], what: string, idsOf: (row: R) => Record<
   return moved;
 }
 
-/** A job left live although its action ended (its workflow stopped in between): it ends as its action did. */
-async function finishJobAsItsAction(db: DataSource, jobId: string): Promise<boolean> {
-  // The action's row first (the house order: action before job), as the event trigger of `jobs` takes it at commit.
-  const rows = await sqlRows(db.manager,
-    `WITH action_locked AS (SELECT 1 FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE)
-     UPDATE jobs j SET status = CASE a.status WHEN 'completed' THEN 'succeeded' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
-            phase = CASE a.status WHEN 'completed' THEN 'completed' ELSE 'failed' END,
-            error_message = CASE a.status WHEN 'failed' THEN a.error_message ELSE j.error_message END,
-            completed_at = now(), updated_at = now()
-       FROM actions a
-      WHERE j.id = $1 AND a.id = j.action_id AND a.status IN ('completed', 'failed', 'cancelled')
-        AND j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND EXISTS (SELECT 1 FROM action_locked)
-      RETURNING j.id`, [jobId]);
-  return rows.length > 0;
-}
 
 /** A failure announcement that cannot be started now is started by the next pass of announceUnannouncedOutcomes. */
 async function announceFailure(client: Client, taskQueue: string, actionId: number): Promise<void> {

@@ -6,13 +6,12 @@ import { actionsTotal, jobsTotal } from '../metrics/registry';
 import type { EntityManager } from 'typeorm';
 import type { ActionProduct, ActionType } from '../db/entities/action';
 import type { Capability } from '../providers';
-import { sqlRow } from '../db/sql';
-import { abandonStart, confirmStart } from './states';
+import { abandonStart, confirmStart, insertAction, insertCard } from './lifecycle';
 import { holdSparks, InsufficientSparks, readBalance, transactionWithHolds } from '../billing/sparks';
 import { log } from '../log';
 import { ProviderRoute, providerTaskQueue } from '../temporal/contract';
 import { startActionWorkflow, startJobWorkflow } from '../temporal/starts';
-import type { JobType } from '../jobs/states';
+import { insertJob, type JobType } from '../jobs/lifecycle';
 import { generationUnavailable, insufficientTokens } from '../errors';
 import { CheckedImage, storeInputs } from '../generation/images';
 import { ProjectHints, resolveProject } from '../projects/grouping';
@@ -57,10 +56,8 @@ export interface PlacedAction { actionId: number; projectId: number; cardId: num
 async function place(m: EntityManager, caller: Caller, placement: Placement) {
   if (placement.kind === 'new-version') return { ...placement, parentActionId: placement.parentActionId as number | null };
   const projectId = await resolveProject(m, caller, placement.projectId, placement.hints, placement.ownProject);
-  const card = await sqlRow(m,
-    `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
-    [caller.accountId, projectId, placement.contentType, placement.aspectRatio]);
-  return { projectId, cardId: card!.id as number, parentActionId: null, depth: 0 };
+  const cardId = await insertCard(m, { accountId: caller.accountId, projectId, contentType: placement.contentType, aspectRatio: placement.aspectRatio });
+  return { projectId, cardId, parentActionId: null, depth: 0 };
 }
 
 /** The provider that serves this product, and where its calls run. */
@@ -85,18 +82,16 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
   const { placed, response } = await transactionWithHolds(db, spec.caller.accountId, spec.price, async (m) => {
     if (spec.idempotency) await claimKey(m, spec.idempotency);
     const where = await place(m, spec.caller, spec.placement);
-    const action = await sqlRow(m,
-      `INSERT INTO actions (account_id, project_id, card_id, type, product, status, start_state, depth, parent_action_id, price, params,
-                            client_group_id, webhook_url, provider)
-       VALUES ($1, $2, $3, $4, $5, 'pending', 'starting', $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-      [spec.caller.accountId, where.projectId, where.cardId, spec.type, spec.product, where.depth, where.parentActionId,
-        spec.price, spec.params, spec.clientGroupId ?? null, spec.webhookUrl ?? null, provider.name]);
-    await holdSparks(m, spec.caller.accountId, action!.id, spec.price); // reserved as this transaction commits
+    const actionId = await insertAction(m, {
+      accountId: spec.caller.accountId, projectId: where.projectId, cardId: where.cardId, type: spec.type, product: spec.product,
+      depth: where.depth, parentActionId: where.parentActionId, price: spec.price, params: spec.params,
+      clientGroupId: spec.clientGroupId ?? null, webhookUrl: spec.webhookUrl ?? null, provider: provider.name,
+    });
+    await holdSparks(m, spec.caller.accountId, actionId, spec.price); // reserved as this transaction commits
     if (spec.job) {
-      await m.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase, provider) VALUES ($1, $2, $3, $4, 'queued', 'queued', $5)`,
-        [spec.job.id, spec.caller.accountId, action!.id, spec.job.type, provider.name]);
+      await insertJob(m, { id: spec.job.id, accountId: spec.caller.accountId, actionId, type: spec.job.type, provider: provider.name });
     }
-    const placed: PlacedAction = { actionId: action!.id, projectId: where.projectId, cardId: where.cardId };
+    const placed: PlacedAction = { actionId, projectId: where.projectId, cardId: where.cardId };
     if (spec.alsoRecord) await spec.alsoRecord(m, placed);
     const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
     if (spec.idempotency) await recordResponse(m, spec.idempotency, response, placed.actionId);

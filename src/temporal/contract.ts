@@ -5,7 +5,7 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineUpdate } from '@temporalio/workflow';
-import type { ActionEnd } from '../actions/states';
+import type { ActionEnd } from '../actions/lifecycle';
 import type { FunnelIdea, FunnelSetup } from '../funnels/session';
 import type { PurgedRecords } from '../housekeeping/retention';
 

@@ -5,7 +5,7 @@
  */
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type WorkflowStartOptions } from '@temporalio/client';
 import type { ActionProduct, ActionType } from '../db/entities/action';
-import type { JobType } from '../jobs/states';
+import type { JobType } from '../jobs/lifecycle';
 import {
   actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, type ProviderRoute, SEARCH_ATTRIBUTES,
   type WorkflowContract, type WorkflowType,

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { ADVISORY_LOCKS } from '../../src/db/data-source';
 import { settleHold } from '../../src/billing/sparks';
-import { abandonStart, closeAction, releaseAndClose } from '../../src/actions/states';
+import { abandonStart, closeAction, releaseAndClose, completeRendered } from '../../src/actions/lifecycle';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { announceUnannouncedOutcomes, reconcileExclusively, reconcileLostWorkflows, settleLostDeliveries, settleStarts } from '../../src/actions/reconcile';
-import { completeRendered } from '../../activities/action-lifecycle';
 import { startActionWorkflow } from '../../src/temporal/starts';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, placeAction, V1 } from '../support/fixtures';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';

@@ -1,0 +1,245 @@
+/**
+ * Closing moves of an action's read model, shared by the workflow's activities, the API's cancels and the
+ * reconciler. Every transaction that settles a hold and moves an action takes its row locks in one order: the
+ * spark hold, then the action, then (through the statements that follow) its card and its job. Two such
+ * transactions on one action therefore queue; they never deadlock.
+ */
+import type { EntityManager } from 'typeorm';
+import type { ActionProduct, ActionType } from '../db/entities/action';
+import { sqlRow } from '../db/sql';
+import { settleHold } from '../billing/sparks';
+import { afterCommit } from '../db/after-commit';
+import { actionsTotal } from '../metrics/registry';
+import { closeJobOfAction, moveJobRecord } from '../jobs/lifecycle';
+
+type OpenStatus = 'pending' | 'processing';
+export const OPEN_ACTION_STATUSES: readonly OpenStatus[] = ['pending', 'processing'];
+
+/** How an action ended, as its workflow answers it. */
+export type ActionEnd = { status: 'completed'; assetPath: string } | { status: 'failed'; error: string } | { status: 'cancelled' };
+
+/** The message of an action whose workflow never started (Temporal unreachable, or the API died in between). */
+export const START_FAILED_MESSAGE = 'Generation was unavailable';
+
+/** A new card of a new generation, pending until its first action ends (in the transaction that accepts it). */
+export async function insertCard(
+  m: EntityManager, card: { accountId: number; projectId: number; contentType: 'photo' | 'video'; aspectRatio: string },
+): Promise<number> {
+  const row = await sqlRow(m,
+    `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
+    [card.accountId, card.projectId, card.contentType, card.aspectRatio]);
+  return row!.id;
+}
+
+/**
+ * A new action, `pending` and `starting` (its workflow not started yet), in the transaction that accepts it and
+ * holds its price. Answers its id.
+ */
+export async function insertAction(m: EntityManager, action: {
+  accountId: number; projectId: number; cardId: number; type: ActionType; product: ActionProduct; depth: number;
+  parentActionId: number | null; price: number; params: object; clientGroupId: string | null; webhookUrl: string | null; provider: string;
+}): Promise<number> {
+  const row = await sqlRow(m,
+    `INSERT INTO actions (account_id, project_id, card_id, type, product, status, start_state, depth, parent_action_id, price, params,
+                          client_group_id, webhook_url, provider)
+     VALUES ($1, $2, $3, $4, $5, 'pending', 'starting', $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+    [action.accountId, action.projectId, action.cardId, action.type, action.product, action.depth, action.parentActionId,
+      action.price, action.params, action.clientGroupId, action.webhookUrl, action.provider]);
+  return row!.id;
+}
+
+/** Moves a card, with every version's action, into another project (ownership checked by the caller). */
+export async function moveCardToProject(m: EntityManager, cardId: number, projectId: number): Promise<void> {
+  await m.query('UPDATE cards SET project_id = $2, updated_at = now() WHERE id = $1', [cardId, projectId]);
+  await m.query('UPDATE actions SET project_id = $2, updated_at = now() WHERE card_id = $1', [cardId, projectId]);
+}
+
+/**
+ * Locks the action's hold, then the action, in the order above; answers the action's current state. Call it
+ * first in a transaction that is about to settle and close an action from outside its workflow.
+ */
+export async function lockForSettlement(m: EntityManager, actionId: number): Promise<{ status: string; startState: string } | undefined> {
+  await m.query('SELECT 1 FROM spark_holds WHERE action_id = $1 FOR UPDATE', [actionId]);
+  const row = await sqlRow(m, 'SELECT status, start_state FROM actions WHERE id = $1 FOR UPDATE', [actionId]);
+  return row && { status: row.status, startState: row.start_state };
+}
+
+/**
+ * Ends an action without a result (failed or cancelled) if it is still in one of `from`; answers whether it
+ * moved. Its card shows the outcome only while the card has no completed version. Spark holds are the caller's
+ * business (settle them in the same transaction, hold first).
+ */
+export async function closeAction(
+  m: EntityManager, actionId: number, status: 'failed' | 'cancelled', errorMessage: string | null,
+  from: readonly OpenStatus[] = OPEN_ACTION_STATUSES,
+): Promise<boolean> {
+  const closed = await sqlRow(m,
+    `UPDATE actions SET status = $2, error_message = $3, completed_at = now(), updated_at = now()
+      WHERE id = $1 AND status = ANY($4) RETURNING card_id, product, provider`, [actionId, status, errorMessage, from]);
+  if (closed) {
+    afterCommit(m, () => actionsTotal.inc({ product: closed.product, provider: closed.provider ?? 'none', outcome: status }));
+    await m.query(`UPDATE cards SET status = $2, updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [closed.card_id, status]);
+  }
+  return Boolean(closed);
+}
+
+/**
+ * Releases the hold and closes the action, and its v2 job if it has one, in the caller's transaction with the
+ * locks in order. A job whose action was completed (charged) is left for its workflow to finish.
+ */
+export async function releaseAndClose(
+  m: EntityManager, actionId: number, outcome: 'failed' | 'cancelled', errorMessage: string | null,
+  job?: { errorCode: string; retryable: boolean },
+): Promise<boolean> {
+  await lockForSettlement(m, actionId);
+  return releaseAndCloseLocked(m, actionId, outcome, errorMessage, job);
+}
+
+/** releaseAndClose for a caller that already holds the settlement locks. */
+async function releaseAndCloseLocked(
+  m: EntityManager, actionId: number, outcome: 'failed' | 'cancelled', errorMessage: string | null,
+  job?: { errorCode: string; retryable: boolean },
+): Promise<boolean> {
+  await settleHold(m, actionId, 'released');
+  const closed = await closeAction(m, actionId, outcome, errorMessage);
+  await closeJobOfAction(m, actionId, outcome, errorMessage, job);
+  return closed;
+}
+
+/**
+ * Gives up on an action whose workflow never started: it was never accepted, so its hold is released, it fails,
+ * its job fails, and its Idempotency-Key is forgotten (a repeat is a new request). Only a start still in flight
+ * (`starting`) is abandoned; whoever moves it first, the API's confirmation or this, wins.
+ */
+export async function abandonStart(m: EntityManager, actionId: number): Promise<boolean> {
+  await lockForSettlement(m, actionId);
+  const moved = await sqlRow(m, `UPDATE actions SET start_state = 'abandoned' WHERE id = $1 AND start_state = 'starting' RETURNING id`, [actionId]);
+  if (!moved) return false;
+  await releaseAndCloseLocked(m, actionId, 'failed', START_FAILED_MESSAGE, { errorCode: 'generation_unavailable', retryable: true });
+  await m.query('DELETE FROM idempotency_keys WHERE action_id = $1', [actionId]);
+  return true;
+}
+
+/** Marks an action's workflow as started; answers false when the start was abandoned meanwhile. */
+export async function confirmStart(m: EntityManager, actionId: number): Promise<boolean> {
+  const row = await sqlRow(m,
+    `UPDATE actions SET start_state = 'started' WHERE id = $1 AND start_state IN ('starting', 'started') RETURNING id`, [actionId]);
+  return Boolean(row);
+}
+
+export type StartOutcome = 'started' | 'cancelled';
+export type CompleteOutcome = 'completed' | 'cancelled';
+
+/** How a v2 job ends when its action fails: `dead_letter` once its retryable attempts are spent. */
+export interface JobFailure { jobId: string; status: 'failed' | 'dead_letter'; errorCode: string; retryable: boolean }
+
+/**
+ * pending -> processing in the caller's transaction (the card too, while it has no completed version). Answers
+ * `cancelled` (stop) when the action was cancelled or is already closed.
+ */
+export async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
+  const moved = await sqlRow(m,
+    `UPDATE actions SET status = 'processing', started_at = now(), updated_at = now()
+      WHERE id = $1 AND status = 'pending' RETURNING card_id`, [actionId]);
+  if (moved) {
+    await m.query(`UPDATE cards SET status = 'processing', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [moved.card_id]);
+    return 'started';
+  }
+  const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
+  if (!current) throw new Error(`action ${actionId} not found`);
+  // A retried start finds it processing: go on. Cancelled, or already closed (a duplicate or late
+  // workflow): stop, so nothing is rendered twice or for free.
+  return current.status === 'processing' ? 'started' : 'cancelled';
+}
+
+/**
+ * Charges the hold and marks the action completed, in the caller's transaction: the card's active version moves to
+ * it, and the job, if given, to succeeded/postprocessing. Answers `cancelled` when the hold was released meanwhile
+ * (a cancel, or a start the API gave up on), closing the action as such.
+ */
+export async function completeRendered(m: EntityManager, actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
+  const settled = await settleHold(m, actionId, 'charged');
+  if (settled === 'released') {
+    // Released meanwhile (cancelled, or failed by the API when the start looked lost): close it as such.
+    await closeAction(m, actionId, 'cancelled', null);
+    return 'cancelled';
+  }
+  const done = await sqlRow(m,
+    `UPDATE actions SET status = 'completed', asset_path = $2, completed_at = now(), updated_at = now()
+      WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id, product, provider`, [actionId, assetPath]);
+  if (done) {
+    afterCommit(m, () => actionsTotal.inc({ product: done.product, provider: done.provider ?? 'none', outcome: 'completed' }));
+    await m.query(
+      `UPDATE cards SET status = 'completed', updated_at = now(),
+              active_action_id = GREATEST(COALESCE(active_action_id, 0), $2)
+        WHERE id = $1`, [done.card_id, actionId]);
+  }
+  if (jobId) await moveJobRecord(m, jobId, { status: 'succeeded', phase: 'postprocessing', retryable: false });
+  return 'completed';
+}
+
+/** How a closed action ended, as its row records it (in the caller's transaction). */
+export async function recordedEnd(m: EntityManager, actionId: number): Promise<ActionEnd> {
+  const action = await sqlRow(m, 'SELECT status, asset_path, error_message FROM actions WHERE id = $1', [actionId]);
+  if (action?.status === 'completed') return { status: 'completed', assetPath: action.asset_path };
+  if (action?.status === 'failed') return { status: 'failed', error: action.error_message ?? 'Generation failed' };
+  if (action?.status === 'cancelled') return { status: 'cancelled' };
+  throw new Error(`action ${actionId} is not closed (${action?.status ?? 'missing'})`);
+}
+
+/** Starts the action and moves its v2 job, if given, to claimed/routing: `cancelled` when either was ended first. */
+export async function startWithJob(m: EntityManager, actionId: number, jobId?: string): Promise<StartOutcome> {
+  const started = await startAction(m, actionId);
+  if (started === 'started' && jobId && !(await moveJobRecord(m, jobId, { status: 'claimed', phase: 'routing' }))) return 'cancelled';
+  return started;
+}
+
+/**
+ * Releases the hold and marks the action failed with a message the integrator may read; the job, if given, ends
+ * as `job.status` with the same message.
+ */
+export async function failRendered(m: EntityManager, actionId: number, errorMessage: string, job?: JobFailure): Promise<void> {
+  await settleHold(m, actionId, 'released');
+  await closeAction(m, actionId, 'failed', errorMessage);
+  if (job) await moveJobRecord(m, job.jobId, { status: job.status, phase: 'failed', retryable: job.retryable, errorCode: job.errorCode, errorMessage });
+}
+
+/** Releases the hold and marks the action cancelled (a cancel that reached a running render). */
+export async function cancelRendered(m: EntityManager, actionId: number): Promise<void> {
+  await settleHold(m, actionId, 'released');
+  await closeAction(m, actionId, 'cancelled', null);
+}
+
+/**
+ * Ends an action whose render failed or was cancelled: releases the hold and closes the action as `ending` says,
+ * unless the render completed and charged it first (a cancel that raced its last step). Answers how the action
+ * really ended.
+ */
+export async function endUnrendered(
+  m: EntityManager, actionId: number, ending: { status: 'failed'; error: string } | { status: 'cancelled' },
+): Promise<ActionEnd> {
+  if ((await settleHold(m, actionId, 'released')) === 'released') {
+    await closeAction(m, actionId, ending.status, ending.status === 'failed' ? ending.error : null);
+  }
+  return recordedEnd(m, actionId);
+}
+
+/** Records the video task the provider runs for the action, once submitted: a retry checks it, never submits again. */
+export async function recordProviderTask(m: EntityManager, actionId: number, taskId: string): Promise<void> {
+  await m.query('UPDATE actions SET provider_task_id = $2 WHERE id = $1', [actionId, taskId]);
+}
+
+/** Forgets a task that ended in failure (if it is still the recorded one), so that a retry submits a new one. */
+export async function forgetProviderTask(m: EntityManager, actionId: number, taskId: string): Promise<void> {
+  await m.query('UPDATE actions SET provider_task_id = NULL WHERE id = $1 AND provider_task_id = $2', [actionId, taskId]);
+}
+
+/** The video task recorded for the action, if any. */
+export async function providerTaskOf(m: EntityManager, actionId: number): Promise<string | null> {
+  return (await sqlRow(m, 'SELECT provider_task_id FROM actions WHERE id = $1', [actionId]))?.provider_task_id ?? null;
+}
+
+/** The provider's percent for live progress; a change adds an action event (migration ActionEvents). */
+export async function recordProgress(m: EntityManager, actionId: number, percent: number): Promise<void> {
+  await m.query('UPDATE actions SET progress = $2 WHERE id = $1 AND progress IS DISTINCT FROM $2', [actionId, percent]);
+}

@@ -1,0 +1,132 @@
+/** v2 job vocabulary: statuses, phases, the polling hints derived from them, and the one conditional move of a job. */
+import type { EntityManager } from 'typeorm';
+import { sqlRow, sqlRows } from '../db/sql';
+import { afterCommit } from '../db/after-commit';
+import { jobsTotal } from '../metrics/registry';
+
+export const JOB_STATUSES = ['queued', 'claimed', 'running', 'retry_scheduled', 'succeeded', 'failed', 'dead_letter', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'dead_letter', 'cancelled'];
+
+export const JOB_PHASES = ['queued', 'routing', 'provider_reserved', 'provider_running', 'finalizing', 'postprocessing', 'completed', 'failed'] as const;
+export type JobPhase = (typeof JOB_PHASES)[number];
+
+export type JobType = 'generation.execute' | 'edit.execute';
+
+/**
+ * Seconds until a poll is worth it: the provider's typical remaining time while it renders, the backoff left
+ * while a retry is scheduled, a second or two around the short steps; null once the job is terminal.
+ */
+export function checkAgainInSec(
+  job: { status: JobStatus; phase: string; next_attempt_at: Date | null; started_at: Date | null },
+  typicalRenderSec: number, now = Date.now(),
+): number | null {
+  if (TERMINAL_JOB_STATUSES.includes(job.status)) return null;
+  if (job.status === 'retry_scheduled' && job.next_attempt_at) return Math.max(1, Math.ceil((job.next_attempt_at.getTime() - now) / 1000));
+  switch (job.phase) {
+    case 'provider_running': {
+      const elapsed = job.started_at ? (now - job.started_at.getTime()) / 1000 : 0;
+      return Math.max(1, Math.ceil(typicalRenderSec - elapsed));
+    }
+    case 'queued':
+    case 'routing':
+    case 'provider_reserved':
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+/**
+ * Every statement that moves a job (`$1`: its id) starts with this: the action's row is locked first (the house
+ * order: hold, action, card, job), as the event trigger of `jobs` locks it too (migration ActionEvents); taken after
+ * the job's row, it could deadlock with a cancel that holds the action. Such a statement ends its WHERE clause with
+ * ACTION_OF_JOB_IS_LOCKED, so that the lock is taken before the job's row is.
+ */
+const ACTION_OF_JOB_LOCKED = 'WITH action_locked AS (SELECT 1 FROM actions WHERE id = (SELECT action_id FROM jobs WHERE id = $1) FOR NO KEY UPDATE)';
+const ACTION_OF_JOB_IS_LOCKED = 'EXISTS (SELECT 1 FROM action_locked)';
+
+/** One move of a job's read model (its workflow's step), with what the job record says about the attempt. */
+export interface JobMove {
+  status: JobStatus;
+  phase: JobPhase;
+  /** Count this move as the start of a provider attempt. */
+  attempt?: boolean;
+  nextAttemptInMs?: number;
+  retryable?: boolean;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+}
+
+/**
+ * Moves a live job (in the caller's transaction, or alone); answers false when the job is already terminal
+ * (cancelled by the API, or ended by an earlier run of the same step), which is then left as it is.
+ */
+export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMove): Promise<boolean> {
+  const moved = await sqlRow(m,
+    `${ACTION_OF_JOB_LOCKED}
+     UPDATE jobs SET status = $2, phase = $3,
+            attempts = attempts + CASE WHEN $4 THEN 1 ELSE 0 END,
+            next_attempt_at = CASE WHEN $5::int IS NULL THEN NULL ELSE now() + make_interval(secs => $5::int / 1000.0) END,
+            retryable = COALESCE($6, retryable), error_code = $7, error_message = $8,
+            started_at = COALESCE(started_at, CASE WHEN $2 IN ('claimed', 'running') THEN now() END),
+            completed_at = CASE WHEN $2 IN ('succeeded', 'failed', 'dead_letter', 'cancelled') THEN now() ELSE completed_at END,
+            updated_at = now()
+      WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled') AND ${ACTION_OF_JOB_IS_LOCKED}
+      RETURNING id, type`,
+    [jobId, move.status, move.phase, move.attempt ?? false, move.nextAttemptInMs ?? null, move.retryable ?? null,
+      move.errorCode ?? null, move.errorMessage ?? null]);
+  if (moved && (TERMINAL_JOB_STATUSES as readonly string[]).includes(move.status)) {
+    afterCommit(m, () => jobsTotal.inc({ type: moved.type, outcome: move.status }));
+  }
+  return Boolean(moved);
+}
+
+/** The job of a new action, in the transaction that accepts it (queued until its workflow claims it). */
+export async function insertJob(
+  m: EntityManager, job: { id: string; accountId: number; actionId: number; type: JobType; provider: string },
+): Promise<void> {
+  await m.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase, provider) VALUES ($1, $2, $3, $4, 'queued', 'queued', $5)`,
+    [job.id, job.accountId, job.actionId, job.type, job.provider]);
+}
+
+/** After a success's webhooks are started: the last phase, for a job that is already `succeeded`. */
+export async function finishJobPostprocessing(m: EntityManager, jobId: string): Promise<void> {
+  await m.query(`${ACTION_OF_JOB_LOCKED}
+    UPDATE jobs SET phase = 'completed', updated_at = now()
+     WHERE id = $1 AND status = 'succeeded' AND phase = 'postprocessing' AND ${ACTION_OF_JOB_IS_LOCKED}`, [jobId]);
+}
+
+/** A job left live although its action ended (its workflow stopped in between): it ends as its action did. */
+export async function finishJobAsItsAction(m: EntityManager, jobId: string): Promise<boolean> {
+  const rows = await sqlRows(m,
+    `${ACTION_OF_JOB_LOCKED}
+     UPDATE jobs j SET status = CASE a.status WHEN 'completed' THEN 'succeeded' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END,
+            phase = CASE a.status WHEN 'completed' THEN 'completed' ELSE 'failed' END,
+            error_message = CASE a.status WHEN 'failed' THEN a.error_message ELSE j.error_message END,
+            completed_at = now(), updated_at = now()
+       FROM actions a
+      WHERE j.id = $1 AND a.id = j.action_id AND a.status IN ('completed', 'failed', 'cancelled')
+        AND j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND ${ACTION_OF_JOB_IS_LOCKED}
+      RETURNING j.id`, [jobId]);
+  return rows.length > 0;
+}
+
+/**
+ * Ends the live job of an action that was just released and closed (in the caller's transaction, which holds the
+ * action's lock): as the action ended, keeping its last error on a cancel. A job whose action completed is left to
+ * its workflow.
+ */
+export async function closeJobOfAction(
+  m: EntityManager, actionId: number, outcome: 'failed' | 'cancelled', errorMessage: string | null,
+  job?: { errorCode: string; retryable: boolean },
+): Promise<void> {
+  const closed = await sqlRow(m,
+    `UPDATE jobs SET status = $2, phase = 'failed', completed_at = now(), updated_at = now(),
+            retryable = COALESCE($3, retryable), error_code = COALESCE($4, error_code), error_message = COALESCE($5, error_message)
+      WHERE action_id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')
+        AND NOT EXISTS (SELECT 1 FROM actions WHERE id = $1 AND status = 'completed')
+      RETURNING type`,
+    [actionId, outcome, job?.retryable ?? null, job?.errorCode ?? null, job ? errorMessage : null]); // a cancel keeps the last error
+  if (closed) afterCommit(m, () => jobsTotal.inc({ type: closed.type, outcome }));
+}
