@@ -1,13 +1,17 @@
 /**
- * The story of one v1 action: start, render with the provider, then either charge and complete, or release and
- * fail, or (when cancelled during the render) release and cancel. Activities do the work; this file only decides.
- * Bookkeeping runs outside cancellation, so a cancel request can stop the render but never half a settlement.
+ * The story of one v1 action, as an operator reads it in the Web UI: start (`startProcessing`), the provider call
+ * on the provider's own task queue (`generateAsset`, or `advanceVideoRender` steps with timers between), then the
+ * finalisation: charge and complete (`completeAction`), or release and fail (`failAction`), or, when cancelled
+ * during the render, release and cancel (`cancelAction`); last, the deliveries (`planDeliveries` and one child
+ * workflow per webhook). Activities do the work; this file only decides. Bookkeeping runs outside cancellation, so
+ * a cancel request can stop the render but never half a settlement.
  *
  * Since the `fused-steps` patch the bookkeeping steps (short database transactions) run as local activities: in
  * the worker that runs the workflow, within its workflow task, each recorded as a marker in the history, so that
- * the render is the only activity task that goes through the server. Since the `settled-render` patch an image
- * action's start and completion are made by its render activity itself (`settledRender`). Workflows started before
- * a patch replay as they were recorded.
+ * the provider call is the only activity task that goes through the server. Between the `settled-render` and
+ * `visible-steps` patches an image action's start, render and completion were one activity (`settledRender`),
+ * which hid whether a failure was the provider's or the charge's; since `visible-steps` they are steps again.
+ * Workflows started before a patch replay as they were recorded.
  */
 import {
   ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, RetryPolicy,
@@ -53,7 +57,8 @@ const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonC
 
 export async function actionWorkflow({ actionId, provider: route }: ActionWorkflowInput): Promise<ActionOutcome> {
   const fused = patched('fused-steps');
-  if (fused && route && route.pollSeconds === undefined && patched('settled-render')) return settledRender(actionId, route);
+  // Image actions started between the `settled-render` and `visible-steps` patches ran as one activity.
+  if (fused && route && route.pollSeconds === undefined && !patched('visible-steps') && patched('settled-render')) return settledRender(actionId, route);
   const steps = fused ? localBookkeeping : bookkeeping;
   /** Histories recorded before webhooks existed replay without announcing (the `webhook-deliveries` patch). */
   const announce = async (outcome: 'completed' | 'failed'): Promise<void> => {
@@ -94,9 +99,9 @@ export async function actionWorkflow({ actionId, provider: route }: ActionWorkfl
 }
 
 /**
- * An image action since the `settled-render` patch: one activity on the provider's queue starts, renders, charges
- * and completes it (`renderAction`), so the result is visible as soon as it is stored and no workflow task stands
- * between the steps. Only a render that failed or was cancelled takes a bookkeeping step, and that step answers how
+ * An image action between the `settled-render` and `visible-steps` patches: one activity on the provider's queue
+ * starts, renders, charges and completes it (`renderAction`), so the result is visible as soon as it is stored and
+ * no workflow task stands between the steps. Only a render that failed or was cancelled takes a bookkeeping step, and that step answers how
  * the action really ended (a cancel may lose the race to the render's last step).
  */
 async function settledRender(actionId: number, route: ProviderRoute): Promise<ActionOutcome> {

@@ -419,7 +419,7 @@ describe('image inputs over HTTP', function () {
       assert.equal(outcome.status, 'failed');
       assert.match((outcome as { error: string }).error, /^The image cannot be decoded/);
       const events = (await handle.fetchHistory()).events!;
-      const render = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'renderAction')!;
+      const render = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'generateAsset')!;
       const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(render.eventId))!;
       assert.equal(started.activityTaskStartedEventAttributes!.attempt, 1, 'tried once');
 

@@ -200,7 +200,7 @@ describe('the production topology: Temporal server on Postgres, S3 storage, 2 AP
         for (const activity of raw) {
           const identity = activity.lastWorkerIdentity ?? '';
           const worker = pids.get(identity.split('@')[0]);
-          if (worker && activity.activityType?.name === 'renderAction') return worker;
+          if (worker && activity.activityType?.name === 'generateAsset') return worker;
         }
       }
       return undefined;

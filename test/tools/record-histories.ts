@@ -169,9 +169,10 @@ async function main(): Promise<void> {
     // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues),
     // `funnel` (v3: funnel sessions), `housekeeping` (v5: the retention workflow), `fused` (v4: the action and job
     // workflows after the `fused-steps` patch, i.e. every scenario except the announcement and funnel ones, whose
-    // workflows did not change, plus the job endings; v5 again after `settled-render`).
+    // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (v6: the action
+    // workflow's scenarios only, after `visible-steps`).
     const only = process.env.HISTORY_ONLY;
-    if (only && only !== 'fused') {
+    if (only && only !== 'fused' && only !== 'actions') {
       const input = `inputs/record-${Date.now()}.jpg`;
       await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
       if (only === 'announcement') await recordAnnouncement(stack);
@@ -189,7 +190,7 @@ async function main(): Promise<void> {
     if (!only) await recordAnnouncement(stack);
     if (!only) await recordFunnel();
     if (!only) await recordHousekeeping(stack);
-    await recordJobEndings(input);
+    if (only !== 'actions') await recordJobEndings(input);
 
     const photoId = await record(stack, 'photo-completed', 'photo', photo);
     await record(stack, 'photo-refused', 'photo', { inputs: [garbage] });
@@ -207,7 +208,7 @@ async function main(): Promise<void> {
     const [delivery] = await stack.db.query('SELECT id FROM webhook_deliveries WHERE action_id = $1', [notified]);
     const deliveryHandle = stack.temporal.workflow.getHandle(deliveryWorkflowId(delivery.id));
     await deliveryHandle.result();
-    await save(deliveryHandle, 'webhook-delivery-workflow.retried-then-delivered');
+    if (only !== 'actions') await save(deliveryHandle, 'webhook-delivery-workflow.retried-then-delivered');
     await receiver.close();
     await stack.stop();
 
@@ -216,7 +217,7 @@ async function main(): Promise<void> {
     await flaky.stop();
 
     // v2 jobs: one that succeeds at once, one whose first attempt fails and is retried after a durable backoff.
-    for (const [name, failures] of [['succeeded', []], ['retried-then-succeeded', [new ProviderError('upstream 503', 'unavailable', true)]]] as const) {
+    for (const [name, failures] of only === 'actions' ? [] : [['succeeded', []], ['retried-then-succeeded', [new ProviderError('upstream 503', 'unavailable', true)]]] as const) {
       const jobs = await startStack({ provider: new ScriptedProvider([...failures]), jobRetryBackoffMs: 200 });
       await recordJob(jobs, name, input);
       await jobs.stop();
@@ -225,7 +226,7 @@ async function main(): Promise<void> {
     const slow = await startStack({ provider: new LocalRenderer({ delayMs: 30_000 }) });
     await record(slow, 'photo-cancelled', 'photo', photo, async (actionId) => {
       const handle = slow.temporal.workflow.getHandle(actionWorkflowId(actionId));
-      await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [], (p) => p.some((a) => a.activityType?.name === 'renderAction'));
+      await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [], (p) => p.some((a) => ['renderAction', 'generateAsset'].includes(a.activityType?.name ?? '')));
       await handle.cancel();
     });
     await slow.stop();

@@ -21,6 +21,24 @@ async function activityAttempts(stack: Stack, actionId: number, activityType: st
   return started!.activityTaskStartedEventAttributes!.attempt!;
 }
 
+/**
+ * The steps of an action's history as an operator reads them in the Web UI: activities by type (with their task
+ * queue) and local activities by the type their markers record, in order.
+ */
+async function storyOf(stack: Stack, actionId: number): Promise<string[]> {
+  const history = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory();
+  return history.events!.flatMap((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled) return [`${scheduled.activityType!.name}@${scheduled.taskQueue!.name}`];
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName === 'core_local_activity') {
+      const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0].data!).toString('utf8'));
+      return [`${data.activity_type}@local`];
+    }
+    return [];
+  });
+}
+
 describe('actionWorkflow (dev server)', function () {
   this.timeout(60_000);
 
@@ -56,13 +74,30 @@ describe('actionWorkflow (dev server)', function () {
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId), actionId);
     });
 
+    it('tells its story step by step: start, provider call on its queue, finalisation, deliveries', async () => {
+      const { accountId } = await newAccount(stack.db, 20);
+      const key = `inputs/wf-story-${Date.now()}.jpg`;
+      await stack.store.put(key, Buffer.from(await jpegBase64(), 'base64'));
+      const actionId = await placeAction(stack.db, accountId, { inputs: [key], hold: 5 });
+      assert.equal((await runAction(stack, accountId, actionId)).status, 'completed');
+      assert.deepEqual(await storyOf(stack, actionId), [
+        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'completeAction@local', 'planDeliveries@local',
+      ]);
+
+      const refused = await placeAction(stack.db, accountId, { inputs: [await storedInput(Buffer.from('garbage'))], hold: 5 });
+      assert.equal((await runAction(stack, accountId, refused)).status, 'failed');
+      assert.deepEqual(await storyOf(stack, refused), [
+        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'failAction@local', 'planDeliveries@local',
+      ]);
+    });
+
     it('a permanent provider refusal fails after one attempt and releases the hold', async () => {
       const { accountId } = await newAccount(stack.db, 20);
       const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput(Buffer.from('garbage'))], hold: 5 });
       const outcome = await runAction(stack, accountId, actionId);
       assert.equal(outcome.status, 'failed');
       assert.match((outcome as { error: string }).error, /cannot be decoded/);
-      assert.equal(await activityAttempts(stack, actionId, 'renderAction'), 1);
+      assert.equal(await activityAttempts(stack, actionId, 'generateAsset'), 1);
 
       const [row] = await stack.db.query('SELECT status, error_message FROM actions WHERE id = $1', [actionId]);
       assert.equal(row.status, 'failed');
@@ -104,7 +139,7 @@ describe('actionWorkflow (dev server)', function () {
       const outcome = await runAction(stack, accountId, actionId);
       assert.equal(outcome.status, 'completed');
       assert.equal(provider.calls, 3);
-      assert.equal(await activityAttempts(stack, actionId, 'renderAction'), 3);
+      assert.equal(await activityAttempts(stack, actionId, 'generateAsset'), 3);
       assert.deepEqual(await readBalance(stack.db, accountId), { balance: 15, holds: 0, available: 15 });
       await assertMoneyConsistent(stack.db, accountId);
     });

@@ -35,7 +35,7 @@ describe('provider routing', function () {
     await stack.temporal.workflow.getHandle(jobWorkflowId(job.body.job_id)).result();
     await stack.temporal.workflow.getHandle(actionWorkflowId(video.body.action_id)).result();
 
-    assert.deepEqual(await providerCalls(stack, actionWorkflowId(photo.body.action_id)), [`renderAction@${queue}`]);
+    assert.deepEqual(await providerCalls(stack, actionWorkflowId(photo.body.action_id)), [`generateAsset@${queue}`]);
     assert.deepEqual(await providerCalls(stack, jobWorkflowId(job.body.job_id)), [`generateAsset@${queue}`]);
     assert.deepEqual(await providerCalls(stack, actionWorkflowId(video.body.action_id)), [`advanceVideoRender@${queue}`], 'the local renderer finishes a video in one step');
 

@@ -57,7 +57,7 @@ describe('stopping the service mid-job', function () {
   async function renderRunning(actionId: number): Promise<void> {
     const handle = temporal.workflow.getHandle(actionWorkflowId(actionId));
     await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [],
-      (pending) => pending.some((a) => a.activityType?.name === 'renderAction' && Number(a.state) === 2 /* STARTED */));
+      (pending) => pending.some((a) => a.activityType?.name === 'generateAsset' && Number(a.state) === 2 /* STARTED */));
     await eventually(async () => (await db.query('SELECT status FROM actions WHERE id = $1', [actionId]))[0].status, (status) => status === 'processing');
   }
 
@@ -79,9 +79,13 @@ describe('stopping the service mid-job', function () {
       const code = await service.kill(signal);
       if (signal === 'SIGTERM') assert.equal(code, 0, 'a clean shutdown drains and exits 0');
       const [mid] = await db.query('SELECT status FROM actions WHERE id = $1', [actionId]);
-      // A clean shutdown lets the render in flight finish: it charges and completes the action itself, and the
-      // workflow's last steps wait for the restart. A crash stops it mid-job.
-      assert.equal(mid.status, signal === 'SIGTERM' ? 'completed' : 'processing');
+      // Either way the action waits, processing, for the restart to finalise it (charge and complete).
+      assert.equal(mid.status, 'processing');
+      if (signal === 'SIGTERM') {
+        // A clean shutdown lets the provider call in flight finish: its result is in the history, never rendered again.
+        const history = await temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory();
+        assert.ok(history.events!.some((e) => e.activityTaskCompletedEventAttributes), 'the render completed before the exit');
+      }
 
       const second = await serviceEnv(0);
       const restarted = await startServiceProcess('all', second.env);
@@ -97,10 +101,10 @@ describe('stopping the service mid-job', function () {
       } finally {
         assert.equal(await restarted.kill('SIGTERM'), 0);
       }
-      if (signal === 'SIGKILL') {
-        // The crashed attempt timed out on its heartbeat and a second attempt rendered the image.
-        assert.ok((await startedAttempts(actionId)).includes(2));
-      }
+      // SIGKILL: the crashed attempt timed out on its heartbeat and a second attempt rendered the image. SIGTERM: one.
+      const attempts = await startedAttempts(actionId);
+      assert.equal(attempts.length, 1, 'one provider call in the history');
+      assert.ok(signal === 'SIGKILL' ? attempts[0] >= 2 : attempts[0] === 1, `attempt ${attempts[0]}`);
     });
   }
 });
