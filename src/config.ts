@@ -1,5 +1,5 @@
 /**
- * Configuration, read once at start from the environment. Every variable is documented in the README table.
+ * Configuration, read once at start from the environment. Every variable is documented in the table of docs/configuration.md.
  */
 import os from 'node:os';
 import path from 'node:path';

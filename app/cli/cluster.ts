@@ -24,7 +24,7 @@ const USAGE = `usage: npm run cluster -- [options]
                           --no-metrics serves none (deploy/prometheus/prometheus.yml scrapes the default layout)
   --temporal-db URL       the Temporal server's database (default postgres://postgres@127.0.0.1:5432/temporal)
   --data-dir DIR          logs, secrets, the gateway's objects (default .data/cluster)
-The service's own database is DATABASE_URL (as for npm start); other variables of the README pass through to
+The service's own database is DATABASE_URL (as for npm start); other variables of docs/configuration.md pass through to
 every API and worker process.`;
 
 function positiveInt(value: string | undefined, name: string, fallback: number): number {

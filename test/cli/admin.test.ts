@@ -13,7 +13,7 @@ import { Stack, startStack } from '../support/stack';
 const ROOT = path.resolve(__dirname, '../../..');
 const run = promisify(execFile);
 
-/** Runs the operator CLI the way the README shows it. */
+/** Runs the operator CLI the way docs/operations.md shows it. */
 async function npmAdmin(...args: string[]) {
   return run('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: testEnvironment().databaseUrl } });
 }

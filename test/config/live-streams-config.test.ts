@@ -1,4 +1,4 @@
-/** The live-progress stream limits: the README's defaults, each variable read, and nonsense stopping the process. */
+/** The live-progress stream limits: the defaults of docs/configuration.md, each variable read, and nonsense stopping the process. */
 import assert from 'node:assert/strict';
 import { DEFAULT_LIVE_STREAM_LIMITS, loadConfig } from '../../src/config';
 import { withEnv } from '../support/fixtures';
