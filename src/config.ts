@@ -141,11 +141,7 @@ function liveStreamLimits(): LiveStreamLimits {
 
 /** A non-negative number, fractions allowed (intervals in seconds). */
 function num(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
-  return value;
+  return nonNegative(name, fallback, Number.isFinite, 'number');
 }
 
 /** Node's timers hold at most 2^31 - 1 ms; a longer one fires after 1 ms instead (a heartbeat would flood its stream). */
@@ -172,10 +168,15 @@ function within(name: string, value: number, min: number, max: number, unit: str
 }
 
 function int(name: string, fallback: number): number {
+  return nonNegative(name, fallback, Number.isInteger, 'integer');
+}
+
+/** The variable as a number that passes `kind` and is not negative, `fallback` when unset; else the process stops. */
+function nonNegative(name: string, fallback: number, kind: (value: number) => boolean, what: 'number' | 'integer'): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!kind(value) || value < 0) throw new Error(`${name} must be a non-negative ${what}, got "${raw}"`);
   return value;
 }
 
