@@ -6,7 +6,8 @@ import { timedProviderCall } from '../src/metrics/registry';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { msToNumber } from '@temporalio/common/lib/time';
-import { Action } from '../src/db/entities';
+import type { Action } from '../src/db/entities';
+import { loadAction } from '../src/actions/store';
 import type { ActionProduct } from '../src/db/entities/action';
 import type { ParamsByProduct } from '../src/actions/params';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
@@ -177,7 +178,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      * forgotten, so a retry submits a new one; any other retry checks the same task again.
      */
     async advanceVideoRender(actionId: number): Promise<VideoStep> {
-      const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
+      const action = await loadAction(db.manager, actionId);
       const taskId = action.providerTaskId;
       const signal = Context.current().cancellationSignal;
       try {
@@ -219,7 +220,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
       // its heartbeats: that result is answered, not a second one rendered (and paid for at the provider).
       const earlier = await storedResult(actionId, (ctx.info.heartbeatDetails as RenderProgress | undefined)?.assetPath);
       if (earlier) return earlier;
-      const assetPath = await renderAndStore(await db.getRepository(Action).findOneByOrFail({ id: actionId }), jobId);
+      const assetPath = await renderAndStore(await loadAction(db.manager, actionId), jobId);
       ctx.heartbeat({ assetPath } satisfies RenderProgress);
       return assetPath;
     },
@@ -241,7 +242,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
       // its heartbeats: that result is charged, not a second one rendered. Its heartbeats go on carrying it.
       const earlier = await storedResult(actionId, (ctx.info.heartbeatDetails as RenderProgress | undefined)?.assetPath);
       const carried = earlier ? { assetPath: earlier } : undefined;
-      const action = await db.getRepository(Action).findOneByOrFail({ id: actionId });
+      const action = await loadAction(db.manager, actionId);
       const closed = await untilDatabaseAnswers(
         () => db.transaction(async (m) => ((await startAction(m, actionId)) === 'started' ? undefined : recordedEnd(m, actionId))), carried);
       // Failed before this render began: by the API (a start it abandoned, never accepted) or the reconciler, which

@@ -4,7 +4,7 @@
  * like `/generate/card` does (submitAction) and claims the session's card in the same transaction; GET reads the
  * read model.
  */
-import { Action } from '../../src/db/entities';
+import { findAction, loadAction } from '../../src/actions/store';
 import { sqlRow } from '../../src/db/sql';
 import type { CardParams } from '../../src/actions/params';
 import { findCategory } from '../../src/generation/catalogue';
@@ -69,7 +69,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
 
   /** The aggregate GET serves; the card's status and a fresh signed URL come from its action. */
   async function view(funnel: FunnelRow) {
-    const action = funnel.action_id ? await db.manager.findOneBy(Action, { id: funnel.action_id }) : null;
+    const action = funnel.action_id ? await findAction(db.manager, funnel.action_id) : null;
     const signed = action?.status === 'completed' && action.assetPath ? signer.url(action.assetPath) : undefined;
     const setup = funnel.setup;
     return {
@@ -272,7 +272,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
         if (done) return;
         if (funnel.status === 'expired') throw refused(FUNNEL_REFUSALS.expired, 'The session has ended; it only answers GET');
         if (funnel.action_id) {
-          const card = await db.manager.findOneByOrFail(Action, { id: funnel.action_id });
+          const card = await loadAction(db.manager, funnel.action_id);
           if (card.status === 'completed') {
             throw refused('card_completed', `The session's card is done; make a new version with POST /edit/${card.id}`, { action_id: card.id });
           }

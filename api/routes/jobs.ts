@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { prepared, preparedRow } from '../../src/db/prepared';
+import { type JobRow, readJob } from '../../src/jobs/store';
 import type { EditParams } from '../../src/actions/params';
 import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/jobs/lifecycle';
 import { readPriceList } from '../../src/billing/pricing';
@@ -19,7 +19,6 @@ import type { Caller } from '../../src/services';
 import { editableSource, generationPreparation } from '../../src/generation/prepare';
 import { iso, moneyView } from '../representations';
 import { MONEY_FIELDS, MONEY_PROPERTIES } from '../schemas/shared';
-import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import { GENERATION_ERRORS } from '../generation';
 import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
 import { actionEventStreamResponses } from '../live/event-schemas';
@@ -76,21 +75,6 @@ const notReadySchema = {
   properties: { job_id: { type: 'string' }, status: { type: 'string' }, message: { type: 'string' }, error_code: { type: ['string', 'null'] } },
 };
 
-/** A job and what its answers need of its action, by the two primary keys; only the columns of JobRow. */
-const JOB_WITH_ACTION = prepared('job_with_action', `
-  SELECT j.id, j.account_id, j.action_id, j.type, j.status, j.phase, j.retryable, j.error_code, j.error_message,
-         j.next_attempt_at, j.created_at, j.started_at, j.completed_at, j.updated_at,
-         a.asset_path, a.card_id, a.project_id, a.product, a.price, h.status AS hold_status, h.amount AS hold_amount
-    FROM jobs j JOIN actions a ON a.id = j.action_id LEFT JOIN spark_holds h ON h.action_id = j.action_id WHERE j.id = $1`);
-
-interface JobRow {
-  id: string; account_id: number; action_id: number; type: JobType; status: JobStatus; phase: string; retryable: boolean;
-  error_code: string | null; error_message: string | null; next_attempt_at: Date | null; created_at: Date; started_at: Date | null;
-  completed_at: Date | null; updated_at: Date; asset_path: string | null; card_id: number; project_id: number; product: 'photo' | 'edit';
-  price: number; hold_status: HoldStatus | null; hold_amount: number | null;
-}
-
-
 export function jobRoutes(services: ApiServices): Route[] {
   const { db, signer, providers, liveEvents } = services;
   const kit = generationPreparation(services);
@@ -106,7 +90,7 @@ export function jobRoutes(services: ApiServices): Route[] {
   /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
   async function ownJob(ctx: Context, jobId: string): Promise<JobRow> {
     if (!UUID.test(jobId)) throw notFound('Job');
-    const row = await preparedRow<JobRow>(db, JOB_WITH_ACTION, [jobId]);
+    const row = await readJob(db, jobId);
     if (!row || row.account_id !== (ctx.state.caller as Caller).accountId) throw notFound('Job');
     return row;
   }
@@ -208,7 +192,7 @@ export function jobRoutes(services: ApiServices): Route[] {
           if (event.job_status === null) return null;
           const status = event.job_status;
           const final = TERMINAL_JOB_STATUSES.includes(status as JobStatus);
-          const ended = final ? (await preparedRow<JobRow>(db, JOB_WITH_ACTION, [job.id]))! : undefined;
+          const ended = final ? (await readJob(db, job.id))! : undefined;
           const view = ended ? jobView(ended) : undefined;
           return {
             event: final ? status : 'progress',

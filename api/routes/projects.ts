@@ -3,7 +3,8 @@
  */
 import { In } from 'typeorm';
 import { moveCardToProject } from '../../src/actions/lifecycle';
-import { Action, Card, Project } from '../../src/db/entities';
+import { contentsOfProject, versionsOfCard } from '../../src/actions/store';
+import { Card, Project } from '../../src/db/entities';
 import { badRequest } from '../../src/errors';
 import { requireOwn } from '../../src/accounts/ownership';
 import { actionSummaryView, cardActionView, cardView, projectView } from '../representations';
@@ -105,10 +106,7 @@ export function projectRoutes({ db }: ApiServices): Route[] {
       },
       async handle(ctx, { params }) {
         const project = await requireOwn(db.manager, Project, params.project_id, ctx.state.caller, 'Project');
-        const [cards, actions] = await Promise.all([
-          db.manager.find(Card, { where: { projectId: project.id }, order: { id: 'ASC' } }),
-          db.manager.find(Action, { where: { projectId: project.id }, order: { id: 'ASC' } }),
-        ]);
+        const { cards, actions } = await contentsOfProject(db.manager, project.id);
         ctx.body = { ...projectView(project), cards: cards.map(cardView), actions: actions.map(actionSummaryView) };
       },
     },
@@ -151,7 +149,7 @@ export function projectRoutes({ db }: ApiServices): Route[] {
       },
       async handle(ctx, { params }) {
         const card = await requireOwn(db.manager, Card, params.card_id, ctx.state.caller, 'Card');
-        const actions = await db.manager.find(Action, { where: { cardId: card.id }, order: { id: 'ASC' } });
+        const actions = await versionsOfCard(db.manager, card.id);
         ctx.body = { ...cardView(card), actions: actions.map(cardActionView) };
       },
     },

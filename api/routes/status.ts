@@ -3,7 +3,7 @@
  * download redirect.
  */
 import { Action, Project } from '../../src/db/entities';
-import { prepared, preparedRow } from '../../src/db/prepared';
+import { holdsOf, listActions, readActionStatus } from '../../src/actions/store';
 import { cancelAction } from '../../src/actions/cancel';
 import { AppError } from '../../src/errors';
 import { assertOwn, requireOwn } from '../../src/accounts/ownership';
@@ -11,23 +11,10 @@ import type { Route } from '../route';
 import { actionIdPath } from '../schemas/generate';
 import { MONEY_FIELDS, MONEY_PROPERTIES, ref } from '../schemas/shared';
 import { moneyView } from '../representations';
-import type { HoldStatus } from '../../src/db/entities/spark-hold';
 import type { ApiServices } from '../services';
 import type { Caller } from '../../src/services';
 import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
 import { actionEventStreamResponses } from '../live/event-schemas';
-
-/** What a status poll shows of an action, by its primary key: only the columns the answer needs. */
-const ACTION_STATUS = prepared('action_status',
-  `SELECT a.id, a.account_id, a.status, a.type, a.asset_path, a.error_message, a.created_at, a.completed_at, a.price,
-          h.status AS hold_status, h.amount AS hold_amount
-     FROM actions a LEFT JOIN spark_holds h ON h.action_id = a.id WHERE a.id = $1`);
-
-interface ActionStatusRow {
-  id: number; account_id: number; status: Action['status']; type: Action['type']; asset_path: string | null;
-  error_message: string | null; created_at: Date; completed_at: Date | null; price: number;
-  hold_status: HoldStatus | null; hold_amount: number | null;
-}
 
 const DATE = { type: 'string', maxLength: 10, format: 'date', pattern: '^[12][0-9]{3}-', description: 'YYYY-MM-DD (UTC), years 1000-2999' };
 
@@ -38,13 +25,6 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
     return { result_url: signed?.url ?? null, result_url_expires_at: signed?.expiresAt.toISOString() ?? null };
   };
 
-  /** The holds of a page of actions, by the unique action_id: one indexed read, none for an empty page. */
-  const holdsOf = async (actionIds: number[]) => {
-    const rows: { action_id: number; hold_status: HoldStatus; hold_amount: number }[] = actionIds.length === 0 ? [] : await db.query(
-      'SELECT action_id, status AS hold_status, amount AS hold_amount FROM spark_holds WHERE action_id = ANY($1::int[])', [actionIds]);
-    return new Map(rows.map((r) => [r.action_id, r]));
-  };
-
   return [
     {
       method: 'get', path: '/status/{action_id}', operationId: 'getActionStatus', tag: 'Status and results',
@@ -52,7 +32,7 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
       params: actionIdPath,
       responses: { 200: { description: 'The action status', schema: ref('ActionStatus') } },
       async handle(ctx, { params }) {
-        const row = await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [params.action_id]);
+        const row = await readActionStatus(db, params.action_id);
         const action = assertOwn(row, row?.account_id, ctx.state.caller as Caller, `Action ${params.action_id}`);
         ctx.body = {
           action_id: action.id,
@@ -74,13 +54,13 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
       headers: lastEventIdHeaders,
       responses: actionEventStreamResponses('v1'),
       async handle(ctx, { params, query }) {
-        const row = await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [params.action_id]);
+        const row = await readActionStatus(db, params.action_id);
         const action = assertOwn(row, row?.account_id, ctx.state.caller as Caller, `Action ${params.action_id}`);
         const after = lastEventId(ctx, query.last_event_id);
         await streamActionEvents(ctx, { db, liveEvents }, action.id, after, async (event) => {
           const final = ['completed', 'failed', 'cancelled'].includes(event.action_status);
           // The final event reads the action once more: its result (signed now) and its error.
-          const ended = final ? (await preparedRow<ActionStatusRow>(db, ACTION_STATUS, [action.id]))! : undefined;
+          const ended = final ? (await readActionStatus(db, action.id))! : undefined;
           return {
             event: final ? event.action_status : 'progress',
             final,
@@ -163,19 +143,13 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
       },
       async handle(ctx, { query }) {
         const caller = ctx.state.caller as Caller;
-        const q = db.manager.createQueryBuilder(Action, 'a').where('a.accountId = :account', { account: caller.accountId });
-        if (query.type) q.andWhere('a.type = :type', { type: query.type });
-        if (query.status) q.andWhere('a.status = :status', { status: query.status });
-        if (query.created_after) q.andWhere(`a.createdAt >= (:after::date AT TIME ZONE 'UTC')`, { after: query.created_after });
-        if (query.created_before) q.andWhere(`a.createdAt < (:before::date AT TIME ZONE 'UTC')`, { before: query.created_before });
-        if (query.project_id) {
-          await requireOwn(db.manager, Project, query.project_id, caller, 'Project'); // 404 unknown, 403 another account's
-          q.andWhere('a.projectId = :project', { project: query.project_id });
-        }
-        if (query.client_group_id !== undefined) q.andWhere('a.clientGroupId = :group', { group: query.client_group_id });
-        const [rows, total] = await q.orderBy('a.createdAt', 'DESC').addOrderBy('a.id', 'DESC')
-          .skip((query.page - 1) * query.page_size).take(query.page_size).getManyAndCount();
-        const holds = await holdsOf(rows.map((a) => a.id));
+        // A project filter names a resource: 404 when unknown, 403 when another account's.
+        if (query.project_id) await requireOwn(db.manager, Project, query.project_id, caller, 'Project');
+        const { rows, total } = await listActions(db, caller.accountId, {
+          type: query.type, status: query.status, createdAfter: query.created_after, createdBefore: query.created_before,
+          projectId: query.project_id, clientGroupId: query.client_group_id, page: query.page, pageSize: query.page_size,
+        });
+        const holds = await holdsOf(db, rows.map((a) => a.id));
         ctx.body = {
           items: rows.map((a) => ({
             action_id: a.id, type: a.type, status: a.status, project_id: a.projectId, card_id: a.cardId,

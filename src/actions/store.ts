@@ -1,0 +1,76 @@
+/**
+ * The reads of actions and cards that the API's views and the activities make (the writes are
+ * `lifecycle.ts`'s). Polls read by primary key through named prepared statements.
+ */
+import type { DataSource, EntityManager } from 'typeorm';
+import { Action, Card } from '../db/entities';
+import type { HoldStatus } from '../db/entities/spark-hold';
+import { prepared, preparedRow } from '../db/prepared';
+
+/** What a status poll shows of an action, by its primary key: only the columns the answer needs. */
+const ACTION_STATUS = prepared('action_status',
+  `SELECT a.id, a.account_id, a.status, a.type, a.asset_path, a.error_message, a.created_at, a.completed_at, a.price,
+          h.status AS hold_status, h.amount AS hold_amount
+     FROM actions a LEFT JOIN spark_holds h ON h.action_id = a.id WHERE a.id = $1`);
+
+export interface ActionStatusRow {
+  id: number; account_id: number; status: Action['status']; type: Action['type']; asset_path: string | null;
+  error_message: string | null; created_at: Date; completed_at: Date | null; price: number;
+  hold_status: HoldStatus | null; hold_amount: number | null;
+}
+
+/** What a status poll shows of the action (with its hold), or undefined. */
+export function readActionStatus(db: DataSource, actionId: number): Promise<ActionStatusRow | undefined> {
+  return preparedRow<ActionStatusRow>(db, ACTION_STATUS, [actionId]);
+}
+
+/** The holds of a page of actions, by the unique action_id: one indexed read, none for an empty page. */
+export async function holdsOf(db: DataSource, actionIds: number[]): Promise<Map<number, { hold_status: HoldStatus; hold_amount: number }>> {
+  const rows: { action_id: number; hold_status: HoldStatus; hold_amount: number }[] = actionIds.length === 0 ? [] : await db.query(
+    'SELECT action_id, status AS hold_status, amount AS hold_amount FROM spark_holds WHERE action_id = ANY($1::int[])', [actionIds]);
+  return new Map(rows.map((r) => [r.action_id, r]));
+}
+
+/** The filters of `GET /results` (dates are whole UTC days: `createdAfter` inclusive, `createdBefore` exclusive). */
+export interface ResultFilters {
+  type?: string; status?: string; createdAfter?: string; createdBefore?: string; projectId?: number; clientGroupId?: string;
+  page: number; pageSize: number;
+}
+
+/** A page of the account's actions, newest first, and how many match in all. */
+export async function listActions(db: DataSource, accountId: number, f: ResultFilters): Promise<{ rows: Action[]; total: number }> {
+  const q = db.manager.createQueryBuilder(Action, 'a').where('a.accountId = :account', { account: accountId });
+  if (f.type) q.andWhere('a.type = :type', { type: f.type });
+  if (f.status) q.andWhere('a.status = :status', { status: f.status });
+  if (f.createdAfter) q.andWhere(`a.createdAt >= (:after::date AT TIME ZONE 'UTC')`, { after: f.createdAfter });
+  if (f.createdBefore) q.andWhere(`a.createdAt < (:before::date AT TIME ZONE 'UTC')`, { before: f.createdBefore });
+  if (f.projectId) q.andWhere('a.projectId = :project', { project: f.projectId });
+  if (f.clientGroupId !== undefined) q.andWhere('a.clientGroupId = :group', { group: f.clientGroupId });
+  const [rows, total] = await q.orderBy('a.createdAt', 'DESC').addOrderBy('a.id', 'DESC')
+    .skip((f.page - 1) * f.pageSize).take(f.pageSize).getManyAndCount();
+  return { rows, total };
+}
+
+/** An action by id (the whole row), or undefined. */
+export function findAction(m: EntityManager, actionId: number): Promise<Action | null> {
+  return m.findOneBy(Action, { id: actionId });
+}
+
+/** An action that must exist (an activity's own action). */
+export function loadAction(m: EntityManager, actionId: number): Promise<Action> {
+  return m.findOneByOrFail(Action, { id: actionId });
+}
+
+/** A project's cards and actions, oldest first. */
+export async function contentsOfProject(m: EntityManager, projectId: number): Promise<{ cards: Card[]; actions: Action[] }> {
+  const [cards, actions] = await Promise.all([
+    m.find(Card, { where: { projectId }, order: { id: 'ASC' } }),
+    m.find(Action, { where: { projectId }, order: { id: 'ASC' } }),
+  ]);
+  return { cards, actions };
+}
+
+/** A card's versions (its actions), oldest first. */
+export function versionsOfCard(m: EntityManager, cardId: number): Promise<Action[]> {
+  return m.find(Action, { where: { cardId }, order: { id: 'ASC' } });
+}
