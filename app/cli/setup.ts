@@ -1,14 +1,17 @@
 /**
  * `npm run setup`: provisions what the service needs outside node_modules: the pinned Temporal CLI (found, or
  * built with `go install` into the tools folder) and the database with its migrations; with `--cluster`, also the
- * Temporal server, its SQL tool and the S3 gateway of the production topology. `npm start`, `npm test` and
- * `npm run cluster` do the same on demand; CI runs this first so that the long builds are a step of their own.
+ * Temporal server, its SQL tool and the S3 gateway of the production topology; with `--node24`, also the pinned
+ * Node 24 that CI runs the suite on a second time (`docs/runtime.md`), printed as `node <version>: <path of bin/node>`.
+ * `npm start`, `npm test` and `npm run cluster` do the same on demand (Node 24 aside); CI runs this first so that the
+ * long builds are a step of their own. Flags combine: `npm run setup -- --cluster --node24`.
  */
 import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { ensureS3Gateway, VERSITYGW_VERSION } from '../../ops/s3-gateway';
 import { ensureTemporalCli, TEMPORAL_CLI_VERSION } from '../../ops/dev-server';
 import { ensureTemporalServer, TEMPORAL_SERVER_VERSION } from '../../ops/temporal-server';
+import { ensureNode24, NODE24_VERSION } from '../../ops/tools/node';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -18,6 +21,9 @@ async function main(): Promise<void> {
     const { server, sqlTool } = await ensureTemporalServer(config.toolsDir);
     process.stdout.write(`temporal server ${TEMPORAL_SERVER_VERSION}: ${server}\ntemporal SQL tool: ${sqlTool}\n`);
     process.stdout.write(`S3 gateway ${VERSITYGW_VERSION}: ${await ensureS3Gateway(config.toolsDir)}\n`);
+  }
+  if (process.argv.includes('--node24')) {
+    process.stdout.write(`node ${NODE24_VERSION}: ${await ensureNode24(config.toolsDir)}\n`);
   }
   const db = await openDatabase(config.databaseUrl, { migrate: true, poolSize: 2 });
   await db.destroy();
