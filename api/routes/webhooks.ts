@@ -3,8 +3,10 @@
  */
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Context } from 'koa';
-import { sqlRow, sqlRows } from '../../src/db/sql';
-import { MAX_WEBHOOKS, newWebhookSecret, REGISTERED_ATTEMPTS, WEBHOOK_EVENTS } from '../../src/webhooks/events';
+import { newWebhookSecret, REGISTERED_ATTEMPTS, WEBHOOK_EVENTS } from '../../src/webhooks/events';
+import {
+  deleteWebhook, listWebhooks, recentDeliveries, registerWebhook, reopenDelivery, restoreDelivery, webhookOwner,
+} from '../../src/webhooks/store';
 import { checkWebhookUrl } from '../../src/webhooks/urls';
 import { startDeliveryWorkflow } from '../../src/temporal/starts';
 import { AppError, forbidden, notFound, ValidationFailed } from '../../src/errors';
@@ -54,9 +56,15 @@ function refuse(field: string, msg: string, type: string): never {
   throw new ValidationFailed([{ loc: ['body', field], msg, type }]);
 }
 
+/** A delivery as the API shows it. */
+const deliveryView = ({ id, ...r }: Record<string, unknown>) => ({
+  delivery_id: id, ...r, last_attempt_at: iso(r.last_attempt_at as Date | null), delivered_at: iso(r.delivered_at as Date | null),
+  created_at: iso(r.created_at as Date),
+});
+
 export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiServices): Route[] {
   async function ownWebhook(ctx: Context, id: number) {
-    const hook = await sqlRow(db.manager, 'SELECT id, account_id FROM webhooks WHERE id = $1 AND deleted_at IS NULL', [id]);
+    const hook = await webhookOwner(db, id);
     if (!hook) throw notFound(`Webhook ${id}`);
     if (hook.account_id !== (ctx.state.caller as Caller).accountId) throw forbidden(`Webhook ${id}`);
     return hook;
@@ -81,16 +89,9 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
         const url = await checkWebhookUrl(outbound, body.url, 'url');
         const events = body.events && body.events.length > 0 ? [...new Set(body.events)] : [...WEBHOOK_EVENTS];
         const secret = newWebhookSecret();
-        const created = await db.transaction(async (m) => {
-          await m.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [caller.accountId]);
-          const count = await sqlRow(m, 'SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL', [caller.accountId]);
-          if (count!.n >= MAX_WEBHOOKS) refuse('url', `The account already has ${MAX_WEBHOOKS} webhooks; delete one first`, 'maxItems');
-          return sqlRow(m,
-            `INSERT INTO webhooks (account_id, url, sealed_secret, events) VALUES ($1, $2, $3, $4)
-             RETURNING id, url, events, is_active, created_at`, [caller.accountId, url.toString(), secrets.seal(secret), events]);
-        });
+        const created = await registerWebhook(db, caller.accountId, { url: url.toString(), sealedSecret: secrets.seal(secret), events });
         ctx.status = 201;
-        ctx.body = { id: created!.id, url: created!.url, secret, events: created!.events, is_active: created!.is_active, created_at: iso(created!.created_at) };
+        ctx.body = { id: created.id, url: created.url, secret, events: created.events, is_active: created.is_active, created_at: iso(created.created_at) };
       },
     },
     {
@@ -99,9 +100,7 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
         200: { description: 'The webhooks', schema: { type: 'object', required: ['webhooks'], properties: { webhooks: { type: 'array', items: webhookSchema(false) } } } },
       },
       async handle(ctx) {
-        const rows = await sqlRows(db.manager,
-          'SELECT id, url, events, is_active, created_at, updated_at FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL ORDER BY id',
-          [(ctx.state.caller as Caller).accountId]);
+        const rows = await listWebhooks(db, (ctx.state.caller as Caller).accountId);
         ctx.body = { webhooks: rows.map((r) => ({ ...r, created_at: iso(r.created_at), updated_at: iso(r.updated_at) })) };
       },
     },
@@ -112,7 +111,7 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
       responses: { 200: { description: 'Deleted', schema: { type: 'object', required: ['deleted'], properties: { deleted: { type: 'boolean', enum: [true] } } } } },
       async handle(ctx, { params }) {
         await ownWebhook(ctx, params.webhook_id);
-        await db.query('UPDATE webhooks SET deleted_at = now(), is_active = false, updated_at = now() WHERE id = $1', [params.webhook_id]);
+        await deleteWebhook(db, params.webhook_id);
         ctx.body = { deleted: true };
       },
     },
@@ -126,14 +125,8 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
       },
       async handle(ctx, { params, query }) {
         await ownWebhook(ctx, params.webhook_id);
-        const rows = await sqlRows(db.manager,
-          `SELECT id, event, action_id, status, attempts, max_attempts, last_status_code, last_error, last_attempt_at, delivered_at, created_at
-             FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id LIMIT $2`, [params.webhook_id, query.limit]);
-        ctx.body = {
-          deliveries: rows.map(({ id, ...r }) => ({
-            delivery_id: id, ...r, last_attempt_at: iso(r.last_attempt_at), delivered_at: iso(r.delivered_at), created_at: iso(r.created_at),
-          })),
-        };
+        const rows = await recentDeliveries(db, params.webhook_id, query.limit);
+        ctx.body = { deliveries: rows.map(deliveryView) };
       },
     },
     {
@@ -149,18 +142,9 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
       },
       async handle(ctx, { params }) {
         await ownWebhook(ctx, params.webhook_id);
-        const delivery = await sqlRow(db.manager,
-          `UPDATE webhook_deliveries d SET status = 'pending', updated_at = now()
-             FROM (SELECT id, status AS previous_status FROM webhook_deliveries WHERE id = $1 FOR UPDATE) p
-            WHERE d.id = p.id AND d.webhook_id = $2 AND d.status <> 'pending'
-            RETURNING d.id, d.event, d.action_id, d.status, d.attempts, d.max_attempts, d.last_status_code, d.last_error,
-                      d.last_attempt_at, d.delivered_at, d.created_at, p.previous_status`,
-          [params.delivery_id, params.webhook_id]);
-        if (!delivery) {
-          const exists = await sqlRow(db.manager, 'SELECT 1 FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2', [params.delivery_id, params.webhook_id]);
-          if (!exists) throw notFound(`Delivery ${params.delivery_id}`);
-          throw new AppError(409, 'delivery_in_progress', 'The delivery is still being attempted');
-        }
+        const delivery = await reopenDelivery(db, params.delivery_id, params.webhook_id);
+        if (delivery === 'missing') throw notFound(`Delivery ${params.delivery_id}`);
+        if (delivery === 'in-progress') throw new AppError(409, 'delivery_in_progress', 'The delivery is still being attempted');
         const { previous_status: previousStatus, ...answer } = delivery;
         try {
           await startDeliveryWorkflow(temporal, config.taskQueue, {
@@ -169,16 +153,13 @@ export function webhookRoutes({ db, outbound, secrets, temporal, config }: ApiSe
           });
         } catch (err) {
           // Not started: the delivery goes back to how it was (else it would look pending beside a closed run).
-          await db.query(`UPDATE webhook_deliveries SET status = $2 WHERE id = $1 AND status = 'pending'`, [delivery.id, previousStatus]);
+          await restoreDelivery(db, delivery.id, previousStatus);
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
           // The last attempt's workflow has recorded its outcome but not closed yet: as good as in progress.
           throw new AppError(409, 'delivery_in_progress', 'The delivery is still being attempted');
         }
-        const { id, ...rest } = answer;
         ctx.status = 202;
-        ctx.body = {
-          delivery_id: id, ...rest, last_attempt_at: iso(rest.last_attempt_at), delivered_at: iso(rest.delivered_at), created_at: iso(rest.created_at),
-        };
+        ctx.body = deliveryView(answer);
       },
     },
   ];

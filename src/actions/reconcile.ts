@@ -27,6 +27,7 @@ import { log } from '../log';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
 import { startAnnouncement, startDeliveryWorkflow } from '../temporal/starts';
 import { finishJobAsItsAction } from '../jobs/lifecycle';
+import { closeStoppedDelivery, type PendingDelivery, stalePendingDeliveries } from '../webhooks/store';
 import { lostWorkflowMessage, workflowState } from '../temporal/workflow-state';
 
 export interface ReconcileConfig {
@@ -98,9 +99,10 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
 const EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, { completed: eventFor(type, 'completed'), failed: eventFor(type, 'failed') }])));
 
 /**
- * Outcomes no workflow announced. An image action's render charges and completes the action itself, so a render
- * still running when an operator terminated its workflow may complete it afterwards, with no workflow left to send
- * its completion event (so may any workflow terminated between its charge and its announcement); and the failure
+ * Outcomes no workflow announced. A workflow terminated between its charge and its announcement leaves a completed
+ * action with no workflow to send its completion event (so does a `renderAction` of a workflow started before the
+ * `visible-steps` patch, which charges and completes the action itself, still running when an operator terminated
+ * its workflow); and the failure
  * the reconciler itself records is announced by a workflow it starts, which a failed start leaves unsent. Past the
  * grace period and within a day, a completed or failed action that was accepted (`started`), with a subscriber of
  * its event and no delivery of it, whose workflow ended without completing (terminated, timed out) or is gone, gets
@@ -130,8 +132,6 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
   }));
 }
 
-interface PendingDelivery { id: string; action_id: number; event: string; max_attempts: number; webhook_id: string | null; created_at: Date }
-
 /**
  * Pending deliveries (past the grace period, within a day) whose workflow is not running. One that an operator
  * terminated, or that ended otherwise without recording an outcome, is closed as failed, so that it does not show
@@ -139,11 +139,7 @@ interface PendingDelivery { id: string; action_id: number; event: string; max_at
  * started with its attempts. Answers how many moved.
  */
 export async function settleLostDeliveries(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  return inPages((after: { createdAt: Date; id: string }) => sqlRows<PendingDelivery>(db.manager,
-    `SELECT id, action_id, event, max_attempts, webhook_id, created_at FROM webhook_deliveries
-      WHERE status = 'pending' AND updated_at < now() - make_interval(secs => $1) AND created_at > now() - interval '1 day'
-        AND (created_at, id) > ($2, $3)
-      ORDER BY created_at, id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, after.createdAt, after.id]),
+  return inPages((after: { createdAt: Date; id: string }) => stalePendingDeliveries(db, config.graceSeconds, after, PAGE_ROWS),
   (row) => ({ createdAt: row.created_at, id: row.id }), { createdAt: new Date(0), id: '00000000-0000-0000-0000-000000000000' },
   (rows) => countMoved(rows, 'settling a delivery', (delivery) => ({ deliveryId: delivery.id }),
     (delivery) => settleLostDelivery(db, client, config, delivery)));
@@ -167,11 +163,8 @@ async function settleLostDelivery(db: DataSource, client: Client, config: Reconc
   }
   // Still pending past the grace period since its last change: a redelivery meanwhile (which makes it pending again
   // and starts a new run) moves `updated_at`, which keeps it out of this.
-  const closed = await sqlRows(db.manager,
-    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now()
-      WHERE id = $1 AND status = 'pending' AND updated_at < now() - make_interval(secs => $3) RETURNING id`,
-    [delivery.id, `Delivery stopped: its workflow ended (${state.status.toLowerCase().replace(/_/g, ' ')})`, config.graceSeconds]);
-  if (closed.length === 0) return false;
+  const message = `Delivery stopped: its workflow ended (${state.status.toLowerCase().replace(/_/g, ' ')})`;
+  if (!(await closeStoppedDelivery(db, delivery.id, message, config.graceSeconds))) return false;
   log.warn('closed a delivery whose workflow stopped without an outcome', { deliveryId: delivery.id, workflow: state.status });
   return true;
 }

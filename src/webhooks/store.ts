@@ -1,0 +1,140 @@
+/**
+ * Every statement on `webhooks` and `webhook_deliveries`: registration, the deliveries an outcome plans (one row per
+ * target, idempotent), each attempt recorded, redelivery, and what the reconciler closes. The HTTP of a delivery is
+ * `activities/webhook-delivery.ts`'s, the routes are `api/routes/webhooks.ts`'s.
+ */
+import type { DataSource } from 'typeorm';
+import { sqlRow, sqlRows } from '../db/sql';
+import { ValidationFailed } from '../errors';
+import { AD_HOC_ATTEMPTS, MAX_WEBHOOKS, REGISTERED_ATTEMPTS, type WebhookEvent } from './events';
+
+export interface WebhookRow { id: number; url: string; events: string[]; is_active: boolean; created_at: Date; updated_at?: Date }
+
+/** A live (not deleted) webhook's owner, or undefined. */
+export function webhookOwner(db: DataSource, webhookId: number): Promise<{ id: number; account_id: number } | undefined> {
+  return sqlRow(db.manager, 'SELECT id, account_id FROM webhooks WHERE id = $1 AND deleted_at IS NULL', [webhookId]);
+}
+
+/** Registers a webhook, at most MAX_WEBHOOKS live per account (checked under the account's lock: 422 past it). */
+export async function registerWebhook(
+  db: DataSource, accountId: number, hook: { url: string; sealedSecret: string; events: string[] },
+): Promise<WebhookRow> {
+  return db.transaction(async (m) => {
+    await m.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    const count = await sqlRow(m, 'SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL', [accountId]);
+    if (count!.n >= MAX_WEBHOOKS) {
+      throw new ValidationFailed([{ loc: ['body', 'url'], msg: `The account already has ${MAX_WEBHOOKS} webhooks; delete one first`, type: 'maxItems' }]);
+    }
+    return (await sqlRow<WebhookRow>(m,
+      `INSERT INTO webhooks (account_id, url, sealed_secret, events) VALUES ($1, $2, $3, $4)
+       RETURNING id, url, events, is_active, created_at`, [accountId, hook.url, hook.sealedSecret, hook.events]))!;
+  });
+}
+
+/** The account's live webhooks, oldest first (no secrets). */
+export function listWebhooks(db: DataSource, accountId: number): Promise<WebhookRow[]> {
+  return sqlRows<WebhookRow>(db.manager,
+    'SELECT id, url, events, is_active, created_at, updated_at FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL ORDER BY id', [accountId]);
+}
+
+/** Deletes a webhook: it receives nothing more (its pending deliveries are skipped at their next attempt). */
+export async function deleteWebhook(db: DataSource, webhookId: number): Promise<void> {
+  await db.query('UPDATE webhooks SET deleted_at = now(), is_active = false, updated_at = now() WHERE id = $1', [webhookId]);
+}
+
+const DELIVERY_VIEW = 'id, event, action_id, status, attempts, max_attempts, last_status_code, last_error, last_attempt_at, delivered_at, created_at';
+
+/** A webhook's latest deliveries, newest first. */
+export function recentDeliveries(db: DataSource, webhookId: number, limit: number): Promise<Array<Record<string, unknown> & { id: string }>> {
+  return sqlRows(db.manager, `SELECT ${DELIVERY_VIEW} FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id LIMIT $2`,
+    [webhookId, limit]);
+}
+
+/**
+ * Makes a delivery of the webhook pending again for a redelivery, unless it is pending already; answers it with
+ * the status it had (`previous_status`), `in-progress` when it is still pending, or `missing`.
+ */
+export async function reopenDelivery(db: DataSource, deliveryId: string, webhookId: number) {
+  const reopened = await sqlRow(db.manager,
+    `UPDATE webhook_deliveries d SET status = 'pending', updated_at = now()
+       FROM (SELECT id, status AS previous_status FROM webhook_deliveries WHERE id = $1 FOR UPDATE) p
+      WHERE d.id = p.id AND d.webhook_id = $2 AND d.status <> 'pending'
+      RETURNING d.id, d.event, d.action_id, d.status, d.attempts, d.max_attempts, d.last_status_code, d.last_error,
+                d.last_attempt_at, d.delivered_at, d.created_at, p.previous_status`, [deliveryId, webhookId]);
+  if (reopened) return reopened;
+  const exists = await sqlRow(db.manager, 'SELECT 1 FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2', [deliveryId, webhookId]);
+  return exists ? 'in-progress' as const : 'missing' as const;
+}
+
+/** Puts a reopened delivery back as it was (its redelivery could not be started). */
+export async function restoreDelivery(db: DataSource, deliveryId: string, previousStatus: string): Promise<void> {
+  await db.query(`UPDATE webhook_deliveries SET status = $2 WHERE id = $1 AND status = 'pending'`, [deliveryId, previousStatus]);
+}
+
+/**
+ * The deliveries of an action's outcome event: one per subscribed active webhook of the account and one for the
+ * action's ad-hoc URL, each made once (a repeat finds them), oldest first.
+ */
+export async function planDeliveryRows(
+  db: DataSource, action: { id: number; accountId: number; webhookUrl: string | null }, event: WebhookEvent,
+): Promise<Array<{ id: string; event: string; max_attempts: number; webhook_id: number | null }>> {
+  await db.query(
+    `INSERT INTO webhook_deliveries (account_id, webhook_id, action_id, event, url, max_attempts)
+     SELECT account_id, id, $2, $3, url, $4 FROM webhooks
+      WHERE account_id = $1 AND deleted_at IS NULL AND is_active AND $3 = ANY(events)
+     ON CONFLICT DO NOTHING`, [action.accountId, action.id, event, REGISTERED_ATTEMPTS]);
+  if (action.webhookUrl) {
+    await db.query(
+      `INSERT INTO webhook_deliveries (account_id, webhook_id, action_id, event, url, max_attempts)
+       VALUES ($1, NULL, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, [action.accountId, action.id, event, action.webhookUrl, AD_HOC_ATTEMPTS]);
+  }
+  return sqlRows(db.manager,
+    'SELECT id, event, max_attempts, webhook_id FROM webhook_deliveries WHERE action_id = $1 AND event = $2 ORDER BY created_at, id', [action.id, event]);
+}
+
+/** What one attempt of a delivery sends, and to whom (with the webhook's sealed secret and state), or undefined. */
+export function deliveryToSend(db: DataSource, deliveryId: string) {
+  return sqlRow(db.manager,
+    `SELECT d.url, d.event, d.webhook_id, d.status, w.sealed_secret, w.deleted_at, w.is_active,
+            a.id AS action_id, a.project_id, a.card_id, a.type, a.client_group_id
+       FROM webhook_deliveries d JOIN actions a ON a.id = d.action_id LEFT JOIN webhooks w ON w.id = d.webhook_id
+      WHERE d.id = $1`, [deliveryId]);
+}
+
+/** Records one attempt: its HTTP status or error, and `succeeded` when it was delivered. */
+export async function recordAttempt(db: DataSource, deliveryId: string, status: number | null, error: string | null, outcome?: 'succeeded'): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status_code = $2, last_error = $3, last_attempt_at = now(),
+            status = COALESCE($4, status), delivered_at = CASE WHEN $4 = 'succeeded' THEN now() ELSE delivered_at END, updated_at = now()
+      WHERE id = $1`, [deliveryId, status, error, outcome ?? null]);
+}
+
+/** A delivery to a webhook deleted or switched off since it was planned: skipped. */
+export async function skipDelivery(db: DataSource, deliveryId: string): Promise<void> {
+  await db.query(`UPDATE webhook_deliveries SET status = 'skipped', last_error = 'webhook deleted', updated_at = now() WHERE id = $1`, [deliveryId]);
+}
+
+/** Closes a pending delivery whose attempts are spent (or that was refused for good); answers whether it moved. */
+export async function closeExhaustedDelivery(db: DataSource, deliveryId: string): Promise<boolean> {
+  const [, closed] = await db.query(`UPDATE webhook_deliveries SET status = 'failed', updated_at = now() WHERE id = $1 AND status = 'pending'`, [deliveryId]);
+  return closed > 0;
+}
+
+export interface PendingDelivery { id: string; action_id: number; event: string; max_attempts: number; webhook_id: string | null; created_at: Date }
+
+/** A page of deliveries pending for longer than `graceSeconds` since their last change (within a day), after `after`. */
+export function stalePendingDeliveries(db: DataSource, graceSeconds: number, after: { createdAt: Date; id: string }, limit: number): Promise<PendingDelivery[]> {
+  return sqlRows<PendingDelivery>(db.manager,
+    `SELECT id, action_id, event, max_attempts, webhook_id, created_at FROM webhook_deliveries
+      WHERE status = 'pending' AND updated_at < now() - make_interval(secs => $1) AND created_at > now() - interval '1 day'
+        AND (created_at, id) > ($2, $3)
+      ORDER BY created_at, id LIMIT ${limit}`, [graceSeconds, after.createdAt, after.id]);
+}
+
+/** Closes a delivery whose workflow stopped without an outcome, unless it moved within `graceSeconds`. */
+export async function closeStoppedDelivery(db: DataSource, deliveryId: string, message: string, graceSeconds: number): Promise<boolean> {
+  const closed = await sqlRows(db.manager,
+    `UPDATE webhook_deliveries SET status = 'failed', last_error = $2, updated_at = now()
+      WHERE id = $1 AND status = 'pending' AND updated_at < now() - make_interval(secs => $3) RETURNING id`, [deliveryId, message, graceSeconds]);
+  return closed.length > 0;
+}
