@@ -33,6 +33,8 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-require-imports': 'error',
       'import-x/no-duplicates': 'error',
+      // `./../src/x` is `../src/x`: one spelling per path, so that the path rules below see the real one.
+      'import-x/no-useless-path-segments': 'error',
       'import-x/no-restricted-paths': ['error', {
         basePath: import.meta.dirname,
         zones: [
@@ -47,16 +49,31 @@ export default tseslint.config(
     },
   },
   {
-    // Workflow code, and the modules it may import values from, run in Temporal's deterministic sandbox.
+    // Workflow code, and the modules it may import values from, run in Temporal's deterministic sandbox: no Node
+    // built-in, no import() (which no rule here could follow).
     files: ['workflows/**/*.ts', ...WORKFLOW_SAFE],
     rules: {
       'import-x/no-nodejs-modules': 'error',
+      'no-restricted-syntax': ['error', { selector: 'ImportExpression', message: 'workflow code imports statically (import() escapes the lint and the sandbox)' }],
+    },
+  },
+  {
+    // The pure modules of WORKFLOW_SAFE take values only from the allowed packages and from each other.
+    files: WORKFLOW_SAFE,
+    rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
-        patterns: [{
-          regex: WORKFLOW_PACKAGES,
-          allowTypeImports: true,
-          message: 'workflow code imports values only from @temporalio/workflow, @temporalio/common and @opentelemetry/api (types from anywhere)',
-        }],
+        patterns: [
+          {
+            regex: WORKFLOW_PACKAGES,
+            allowTypeImports: true,
+            message: 'workflow code imports values only from @temporalio/workflow, @temporalio/common and @opentelemetry/api (types from anywhere)',
+          },
+          {
+            regex: '^\\.{1,2}/(?!(temporal/contract|funnels/session|\\.\\./temporal/contract|\\.\\./funnels/session)$)',
+            allowTypeImports: true,
+            message: `a module workflows import takes values only from the other modules of WORKFLOW_SAFE (${WORKFLOW_SAFE.join(', ')}); types from anywhere`,
+          },
+        ],
       }],
     },
   },

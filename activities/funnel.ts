@@ -3,14 +3,15 @@
  * safe to run again: an idea is appended at its position only once, the others are plain conditional writes.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import { FunnelIdea, FUNNEL_COLUMNS, FUNNEL_REFUSALS, FunnelRow, FunnelSetup, ideaId } from '../src/funnels/session';
+import { FunnelIdea, FUNNEL_REFUSALS, FunnelRow, FunnelSetup, ideaId } from '../src/funnels/session';
+import * as funnels from '../src/funnels/store';
 import { ProviderError } from '../src/providers/provider';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';
 
 export function createFunnelActivities({ db, store, providers }: ActivityDeps) {
   async function readFunnel(funnelId: number): Promise<FunnelRow> {
-    const [row] = await db.query(`SELECT ${FUNNEL_COLUMNS} FROM funnels WHERE id = $1`, [funnelId]);
+    const row = await funnels.readFunnel(db.manager, funnelId);
     if (!row) throw ApplicationFailure.nonRetryable(`Funnel ${funnelId} does not exist`, FAILURE_TYPES.invalidInput);
     return row;
   }
@@ -38,21 +39,18 @@ export function createFunnelActivities({ db, store, providers }: ActivityDeps) {
         throw ApplicationFailure.nonRetryable(`The text provider repeated an idea already in the pool: ${idea.title}`, FAILURE_TYPES.providerRefused);
       }
       const stored: FunnelIdea = { id: ideaId(position), ...idea };
-      await db.query(
-        `UPDATE funnels SET ideas = ideas || jsonb_build_array($2::jsonb), updated_at = now()
-          WHERE id = $1 AND jsonb_array_length(ideas) = $3`, [funnelId, JSON.stringify(stored), position - 1]);
+      await funnels.appendIdea(db, funnelId, position, stored);
       return (await readFunnel(funnelId)).ideas[position - 1];
     },
 
     /** Replaces the setup while the session is open; a session whose card started refuses it. */
     async recordFunnelSetup(funnelId: number, setup: FunnelSetup): Promise<void> {
-      const [, changed] = await db.query(`UPDATE funnels SET setup = $2, updated_at = now() WHERE id = $1 AND status = 'open'`, [funnelId, setup]);
-      if (changed === 0) throw ApplicationFailure.nonRetryable('The card of this session has already been started', FUNNEL_REFUSALS.generated);
+      if (!(await funnels.recordSetup(db, funnelId, setup))) throw ApplicationFailure.nonRetryable('The card of this session has already been started', FUNNEL_REFUSALS.generated);
     },
 
     /** The session ended idle: it keeps answering GET (its card included) and refuses every step. */
     async expireFunnel(funnelId: number): Promise<void> {
-      await db.query(`UPDATE funnels SET status = 'expired', ended_at = now(), updated_at = now() WHERE id = $1 AND ended_at IS NULL`, [funnelId]);
+      await funnels.expireFunnel(db, funnelId);
     },
   };
 }

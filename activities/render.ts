@@ -13,6 +13,7 @@ import type { ParamsByProduct } from '../src/actions/params';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
 import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { databaseAway } from '../src/db/sql';
+import { isValidAssetKey } from '../src/storage/asset-store';
 import { JobMove, moveJobRecord } from '../src/jobs/lifecycle';
 import type { ActionEnd } from '../src/actions/lifecycle';
 import {
@@ -141,7 +142,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
   };
   /** `key` when it names a stored result of this action (what a heartbeat carried), else undefined. */
   const storedResult = async (actionId: number, key: string | undefined): Promise<string | undefined> => {
-    if (typeof key !== 'string' || !key.startsWith(`results/${actionId}/`)) return undefined;
+    if (typeof key !== 'string' || !key.startsWith(`results/${actionId}/`) || !isValidAssetKey(key)) return undefined;
     const found = await store.open(key);
     found?.stream.destroy();
     return found ? key : undefined;

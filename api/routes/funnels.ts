@@ -5,11 +5,11 @@
  * read model.
  */
 import { findAction, loadAction } from '../../src/actions/store';
-import { sqlRow } from '../../src/db/sql';
+import { claimFunnelCard, expireFunnel, insertFunnel, readFunnel } from '../../src/funnels/store';
 import type { CardParams } from '../../src/actions/params';
 import { findCategory } from '../../src/generation/catalogue';
 import {
-  DEFAULT_FUNNEL_IDLE_TIMEOUT_SECONDS, FUNNEL_COLUMNS, FUNNEL_REFUSALS, FunnelIdea, FunnelProduct, FunnelRow, FunnelSetup, MAX_FUNNEL_IDEAS,
+  DEFAULT_FUNNEL_IDLE_TIMEOUT_SECONDS, FUNNEL_REFUSALS, FunnelIdea, FunnelProduct, FunnelRow, FunnelSetup, MAX_FUNNEL_IDEAS,
 } from '../../src/funnels/session';
 import { readPriceList } from '../../src/billing/pricing';
 import { log } from '../../src/log';
@@ -55,7 +55,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
   const { readImage, readImages } = generationPreparation(services);
 
   async function ownFunnel(id: number, caller: Caller): Promise<FunnelRow> {
-    const [row] = await db.query(`SELECT ${FUNNEL_COLUMNS} FROM funnels WHERE id = $1`, [id]);
+    const row = await readFunnel(db.manager, id);
     if (!row) throw notFound(`Funnel ${id}`);
     if (row.account_id !== caller.accountId) throw forbidden(`Funnel ${id}`);
     return row;
@@ -162,10 +162,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
           const projectId = await insertProject(m, caller, {
             name: product.product_name, productName: product.product_name, categoryId, conceptId: null,
           }, 'api');
-          const row = await sqlRow(m,
-            `INSERT INTO funnels (account_id, project_id, locale, inputs, product, questions) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-            [caller.accountId, projectId, locale, JSON.stringify(inputKeys(images)), product, JSON.stringify(questions)]);
-          return row!.id as number;
+          return insertFunnel(m, { accountId: caller.accountId, projectId, locale, inputs: inputKeys(images), product, questions });
         });
         try {
           await storeInputs(services, images);
@@ -174,7 +171,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
           });
         } catch (err) {
           log.error('could not store the inputs or start the funnel workflow', { funnelId, error: (err as Error).message });
-          await db.query(`UPDATE funnels SET status = 'expired', ended_at = now() WHERE id = $1`, [funnelId]).catch(() => undefined);
+          await expireFunnel(db, funnelId).catch(() => undefined);
           throw generationUnavailable();
         }
         ctx.status = 201;
@@ -303,16 +300,11 @@ export function funnelRoutes(services: ApiServices): Route[] {
           clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
           // The card is the session's only if no other generate claimed it first: a duplicate rolls back, hold and all.
           async alsoRecord(m, placed) {
-            const [, claimed] = await m.query(
-              `UPDATE funnels SET action_id = $2, answers = $3, chosen_idea_id = $4, cards_started = cards_started + 1, status = 'generated',
-                      updated_at = now()
-                WHERE id = $1 AND cards_started = $5 AND status <> 'expired'`,
-              [funnel.id, placed.actionId, answers, idea?.id ?? null, funnel.cards_started]);
-            if (claimed === 0) {
-              const [now] = await m.query('SELECT status FROM funnels WHERE id = $1', [funnel.id]);
-              if (now?.status === 'expired') throw refused('funnel_expired', 'The session has ended; it only answers GET');
-              throw refused('card_in_progress', 'Another generate of this session came first', {});
-            }
+            const claim = await claimFunnelCard(m, {
+              funnelId: funnel.id, actionId: placed.actionId, answers, ideaId: idea?.id ?? null, cardsStarted: funnel.cards_started,
+            });
+            if (claim === 'expired') throw refused('funnel_expired', 'The session has ended; it only answers GET');
+            if (claim === 'taken') throw refused('card_in_progress', 'Another generate of this session came first', {});
           },
           respond: (placed) => ({ ...generationResponse(placed, null), funnel_id: funnel.id, style }),
         });

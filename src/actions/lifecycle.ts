@@ -48,10 +48,13 @@ export async function insertAction(m: EntityManager, action: {
   return row!.id;
 }
 
-/** Moves a card, with every version's action, into another project (ownership checked by the caller). */
+/**
+ * Moves a card, with every version's action, into another project (ownership checked by the caller). The actions
+ * first, then the card: the house order, as a start, completion or close of one of its actions takes them.
+ */
 export async function moveCardToProject(m: EntityManager, cardId: number, projectId: number): Promise<void> {
-  await m.query('UPDATE cards SET project_id = $2, updated_at = now() WHERE id = $1', [cardId, projectId]);
   await m.query('UPDATE actions SET project_id = $2, updated_at = now() WHERE card_id = $1', [cardId, projectId]);
+  await m.query('UPDATE cards SET project_id = $2, updated_at = now() WHERE id = $1', [cardId, projectId]);
 }
 
 /**

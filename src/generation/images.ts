@@ -5,7 +5,7 @@
  * or stored.
  */
 import { createHash } from 'node:crypto';
-import { sqlRow } from '../db/sql';
+import { findUpload } from './uploads';
 import { ImageRefused, usableImage, type UsableImage } from './image-limits';
 import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../net/outbound';
 import { AppError, badRequest, generationUnavailable, imageTooLarge } from '../errors';
@@ -97,8 +97,7 @@ export function imageReader({ db, store, outbound }: Pick<Services, 'db' | 'stor
   }
 
   async function fromUpload(uploadId: string, where: string, accountId: number): Promise<CheckedImage> {
-    const upload = await sqlRow(db.manager,
-      'SELECT input_key, format, width, height, expires_at, account_id FROM uploads WHERE id = $1', [uploadId]);
+    const upload = await findUpload(db, uploadId);
     if (!upload || upload.account_id !== accountId) throw new AppError(400, 'upload_not_found', `${where}: upload ${uploadId} does not exist`);
     if (new Date(upload.expires_at).getTime() <= Date.now()) throw new AppError(400, 'upload_expired', `${where}: upload ${uploadId} has expired; upload the image again`);
     return { bytes: await store.read(upload.input_key), format: upload.format, width: upload.width, height: upload.height, storedKey: upload.input_key };

@@ -60,3 +60,15 @@ describe('docker-compose.yml', function () {
     for (const name of ['api', 'worker']) assert.deepEqual(compose.services[name].expose, ['9464'], `${name} exposes its metrics port`);
   });
 });
+
+describe('Dockerfile', () => {
+  it('copies every folder the image build compiles, builds with tsconfig.build.json and runs what it builds', () => {
+    const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+    const build = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] };
+    const copied = [...dockerfile.matchAll(/^COPY (\S+) \.\/\1$/gm)].map((m) => m[1]);
+    assert.deepEqual([...build.include].sort(), [...copied].sort());
+    assert.match(dockerfile, /^RUN npx tsc -p tsconfig\.build\.json/m);
+    const entry = /^ENTRYPOINT \["node", "([^"]+)"\]/m.exec(dockerfile)![1];
+    assert.ok(build.include.includes(entry.split('/')[1]), `${entry} is compiled by the image build`);
+  });
+});

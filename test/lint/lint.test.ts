@@ -74,6 +74,21 @@ describe('lint: the house rules fire on planted violations', function () {
       good: `import { TIMEOUTS } from '../src/temporal/contract';\nexport async function plantedWorkflow(): Promise<unknown> { return TIMEOUTS; }\n`,
     },
     {
+      rule: 'import-x/no-useless-path-segments', file: 'workflows/planted.ts',
+      bad: `import { sqlRow } from './../src/db/sql';\nexport async function plantedWorkflow(): Promise<unknown> { return sqlRow; }\n`,
+      good: `import type { sqlRow } from '../src/db/sql';\nexport async function plantedWorkflow(f?: typeof sqlRow): Promise<unknown> { return f; }\n`,
+    },
+    {
+      rule: 'no-restricted-syntax', file: 'workflows/planted.ts',
+      bad: `export async function plantedWorkflow(): Promise<unknown> { return (await import('../src/db/sql')).sqlRow; }\n`,
+      good: `import { TIMEOUTS } from '../src/temporal/contract';\nexport async function plantedWorkflow(): Promise<unknown> { return TIMEOUTS; }\n`,
+    },
+    {
+      rule: '@typescript-eslint/no-restricted-imports', file: 'src/temporal/contract.ts',
+      bad: `import { sqlRow } from '../db/sql';\nexport const row = sqlRow;\n`,
+      good: `import { MAX_FUNNEL_IDEAS } from '../funnels/session';\nimport type { sqlRow } from '../db/sql';\nexport const most = MAX_FUNNEL_IDEAS;\nexport type Row = typeof sqlRow;\n`,
+    },
+    {
       rule: 'import-x/no-nodejs-modules', file: 'src/temporal/contract.ts',
       bad: `import { randomUUID } from 'node:crypto';\nexport const id = randomUUID();\n`,
       good: `export const id = 'fixed';\n`,
