@@ -24,7 +24,7 @@ import { analyzeRoutes } from './routes/analyze';
 import { editRoutes } from './routes/edit';
 import { generateRoutes } from './routes/generate';
 import { healthRoutes } from './routes/health';
-import { helperRoutes } from './routes/helpers';
+import { helperRoutes } from './routes/ai-helpers';
 import { funnelRoutes } from './routes/funnels';
 import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';

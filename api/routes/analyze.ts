@@ -1,5 +1,5 @@
 /** POST /analyze: category, product name and qualities of a product photo, from the text provider. Free. */
-import { requireProvider } from '../../src/actions/submit';
+import { requireProvider } from '../../src/providers';
 import { analyzeProduct } from '../../src/generation/ask-text-provider';
 import { imageReader } from '../../src/generation/images';
 import { resolveLocale } from '../../src/locale';

@@ -5,7 +5,7 @@
 import { actionsTotal, jobsTotal } from '../metrics/registry';
 import type { EntityManager } from 'typeorm';
 import type { ActionProduct, ActionType } from '../db/entities/action';
-import type { Capability } from '../providers';
+import { requireProvider } from '../providers';
 import { abandonStart, confirmStart, insertAction, insertCard } from './lifecycle';
 import { holdSparks, InsufficientSparks, readBalance, transactionWithHolds } from '../billing/sparks';
 import { log } from '../log';
@@ -153,11 +153,6 @@ export async function submitAction<R>(services: Services, spec: NewAction<R>): P
   }
 }
 
-/** 503 before anything is held when the provider that would serve this capability is not configured. */
-export function requireProvider({ providers }: Pick<Services, 'providers'>, capability: Capability): void {
-  const reason = providers.unavailable[capability];
-  if (reason) throw generationUnavailable(`Generation is unavailable: the ${capability} provider is not configured (${reason})`);
-}
 
 /** A new version of the card of `source`, one level deeper. */
 export function newVersionOf(source: { id: number; projectId: number; cardId: number; depth: number }): Placement {

@@ -6,7 +6,7 @@
 import { Action } from '../db/entities';
 import type { PhotoParams } from '../actions/params';
 import type { Placement } from '../actions/submit';
-import { requireProvider } from '../actions/submit';
+import { requireProvider } from '../providers';
 import { photoPrice, readPriceList } from '../billing/pricing';
 import { requireOwn } from '../accounts/ownership';
 import { AppError, badRequest, unsupportedParameter } from '../errors';

@@ -5,6 +5,7 @@
  * stand-in that refuses every call, so nothing reaches a provider that cannot answer.
  */
 import type { Config } from '../config';
+import { generationUnavailable } from '../errors';
 import { OutboundPolicy } from '../net/outbound';
 import { GeminiProvider } from './gemini';
 import { LocalRenderer } from './local-renderer';
@@ -97,4 +98,10 @@ export function createProviders(config: ProviderConfig): Providers {
   pick('text', config.textProvider);
   pick('video', config.videoProvider);
   return providers;
+}
+
+/** 503 before anything is held when the provider that would serve this capability is not configured. */
+export function requireProvider({ providers }: { providers: Providers }, capability: Capability): void {
+  const reason = providers.unavailable[capability];
+  if (reason) throw generationUnavailable(`Generation is unavailable: the ${capability} provider is not configured (${reason})`);
 }
