@@ -14,6 +14,13 @@ export const WORKFLOW_SAFE = ['src/temporal/contract.ts', 'src/funnels/session.t
 /** Packages that workflow code may import values from (the sandbox gives them deterministic behaviour). */
 const WORKFLOW_PACKAGES = /^(?!@temporalio\/workflow$|@temporalio\/common$|@opentelemetry\/api$|\.{1,2}\/)/.source;
 
+/** The restricted-imports pattern that keeps workflow code to WORKFLOW_PACKAGES (values; types from anywhere). */
+const ONLY_WORKFLOW_PACKAGES = {
+  regex: WORKFLOW_PACKAGES,
+  allowTypeImports: true,
+  message: 'workflow code imports values only from @temporalio/workflow, @temporalio/common and @opentelemetry/api (types from anywhere)',
+};
+
 const ABOVE_SRC = ['./app', './ops', './api', './activities', './workflows'];
 
 export default tseslint.config(
@@ -63,11 +70,7 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
         patterns: [
-          {
-            regex: WORKFLOW_PACKAGES,
-            allowTypeImports: true,
-            message: 'workflow code imports values only from @temporalio/workflow, @temporalio/common and @opentelemetry/api (types from anywhere)',
-          },
+          ONLY_WORKFLOW_PACKAGES,
           {
             regex: '^\\.{1,2}/(?!(temporal/contract|funnels/session|\\.\\./temporal/contract|\\.\\./funnels/session)$)',
             allowTypeImports: true,
@@ -82,11 +85,7 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
         patterns: [
-          {
-            regex: WORKFLOW_PACKAGES,
-            allowTypeImports: true,
-            message: 'workflow code imports values only from @temporalio/workflow, @temporalio/common and @opentelemetry/api (types from anywhere)',
-          },
+          ONLY_WORKFLOW_PACKAGES,
           {
             regex: `^\\.\\./(?!src/temporal/contract$|src/funnels/session$)`,
             allowTypeImports: true,
