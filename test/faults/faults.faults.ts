@@ -241,8 +241,9 @@ for (const kind of ['dev', 'server'] as const) {
       const ids = await generate(call, 2);
       const job = await call('POST', `${V2}/jobs/generate`, { images: [{ data: image }] });
       assert.equal(job.status, 202, JSON.stringify(job.body));
-      // The account's row, held by the test: every charge of these jobs (the render's last transaction, the job's
-      // completeAction) waits on it, so the worker dies in the middle of finalising all three.
+      // The account's row, held by the test: every charge of these jobs (their completeAction, a local activity of
+      // the workflow's worker after the provider call) waits on it, so the worker dies in the middle of finalising
+      // all three.
       const lock = stack.db.createQueryRunner();
       await lock.connect();
       await lock.startTransaction();
@@ -253,12 +254,12 @@ for (const kind of ['dev', 'server'] as const) {
         const waiting = async () => (await stack.db.query(
           `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0].n as number;
         await eventually(waiting, (n) => n === 3, 60_000);
-        // Each image render has heartbeated its stored result by now (what the retry reads instead of rendering again).
-        await eventually(async () => Promise.all(ids.map(async (id) => {
-          const { raw } = await stack.temporal.workflow.getHandle(actionWorkflowId(id)).describe();
-          const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0]?.data;
-          return details ? Buffer.from(details).toString() : '';
-        })), (details) => details.every((d) => d.includes('assetPath')), 60_000, 200);
+        // Each image's provider call has completed by now, its stored result in the history (what the new worker
+        // finalises, rendering nothing again).
+        const rendered = async (id: number) => (await stack.temporal.workflow.getHandle(actionWorkflowId(id)).fetchHistory()).events!
+          .some((e) => e.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data
+            && Buffer.from(e.activityTaskCompletedEventAttributes.result.payloads[0].data).toString().includes(`results/${id}/`));
+        assert.deepEqual(await Promise.all(ids.map(rendered)), ids.map(() => true));
         t0 = Date.now();
         await stack.replaceWorker(() => lock.rollbackTransaction());
       } finally {
