@@ -81,7 +81,7 @@ function renderedVideo(progress: VideoProgress): RenderedAsset {
   throw new ProviderError(`The video provider answered with a task (${progress.taskId}) where a finished video was expected`, 'unexpected_task', false);
 }
 
-/** What a `generateAsset` or `renderAction` attempt has done, in its heartbeats: the stored result, once there is one. */
+/** What a `renderAction` attempt has done, in its heartbeats: the stored result, once there is one. */
 interface RenderProgress { assetPath: string }
 
 /** How an image action's render ended; `endedElsewhere`: a failure recorded before it began, not this workflow's to announce. */
@@ -216,14 +216,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      * A job found ended (cancelled meanwhile) fails the attempt with `JobEnded`, nothing more rendered or stored.
      */
     async generateAsset(actionId: number, jobId?: string): Promise<string> {
-      const ctx = Context.current();
-      // An earlier attempt that stored its result and then lost its worker (or its answer) left the result's key in
-      // its heartbeats: that result is answered, not a second one rendered (and paid for at the provider).
-      const earlier = await storedResult(actionId, (ctx.info.heartbeatDetails as RenderProgress | undefined)?.assetPath);
-      if (earlier) return earlier;
-      const assetPath = await renderAndStore(await loadAction(db.manager, actionId), jobId);
-      ctx.heartbeat({ assetPath } satisfies RenderProgress);
-      return assetPath;
+      return renderAndStore(await loadAction(db.manager, actionId), jobId);
     },
 
     /**

@@ -161,28 +161,6 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
       await assertMoneyConsistent(db, accountId);
     });
 
-    it('generateAsset heartbeats its stored result; a retry after a lost worker answers that result, rendering nothing', async () => {
-      const { accountId } = await newAccount(db, 40);
-      const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
-      const first = new MockActivityEnvironment(undefined, { logger: quietLogger });
-      const sent: unknown[] = [];
-      first.on('heartbeat', (details: unknown) => sent.push(details));
-      const stored = await first.run(activities.generateAsset, actionId);
-      assert.deepEqual(sent.at(-1), { assetPath: stored }, 'the stored key is heartbeated before the answer');
-
-      // The first attempt stored its result, heartbeated it, then lost its worker: the retry answers the same key.
-      const retry = new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { assetPath: stored } }, { logger: quietLogger });
-      assert.equal(await retry.run(activities.generateAsset, actionId), stored);
-      // Another action's result, or one that is not stored, is not trusted: it renders anew.
-      for (const carried of [stored, `results/${actionId}/nothing-here.jpg`]) {
-        const other = carried === stored ? await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 }) : actionId;
-        const answer = await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { assetPath: carried } }, { logger: quietLogger })
-          .run(activities.generateAsset, other) as string;
-        assert.notEqual(answer, carried);
-        assert.match(answer, new RegExp(`^results/${other}/`));
-      }
-    });
-
     it('renderAction heartbeats its stored result; a retry after a lost worker charges that result, rendering nothing', async () => {
       const { accountId } = await newAccount(db, 40);
       const actionId = await placeAction(db, accountId, { inputs: [await storedInput()], hold: 5 });
