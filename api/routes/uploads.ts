@@ -43,7 +43,7 @@ export function uploadRoutes({ db, store }: ApiServices): Route[] {
           });
         };
         // The limit first, so a refused upload decodes and stores nothing; checked again below, where it is exact.
-        const before = await activeUploads(db, caller.accountId);
+        const before = await activeUploads(db.manager, caller.accountId);
         if (before.n >= MAX_ACTIVE_UPLOADS) refuse(new Date(before.oldest!));
         const image = await checkImage(decodeBase64Image(body.image.data, 'image'), 'image');
         const key = inputKey(image);

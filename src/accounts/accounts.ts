@@ -1,6 +1,6 @@
 /** Accounts and API keys, as the operator CLI manages them (there is no key-management endpoint). */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { DataSource, IsNull } from 'typeorm';
+import { DataSource, type EntityManager, IsNull } from 'typeorm';
 import { Account, ApiKey } from '../db/entities';
 import { DefaultGrouping } from '../db/entities/api-key';
 import { grantSparks } from '../billing/sparks';
@@ -37,12 +37,19 @@ export async function createAccount(db: DataSource, name: string, sparks: number
   });
 }
 
+/**
+ * Locks the account's row in the caller's transaction, serialising its per-account limits (keys, uploads, webhooks);
+ * answers whether the account exists.
+ */
+export async function lockAccount(m: EntityManager, accountId: number): Promise<boolean> {
+  return Boolean(await sqlRow(m, 'SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]));
+}
+
 export async function createKey(
   db: DataSource, accountId: number, name: string | undefined, grouping: DefaultGrouping,
 ): Promise<CreatedKey> {
   return db.transaction(async (m) => {
-    const account = await sqlRow(m, 'SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-    if (!account) throw new OperatorError(`account ${accountId} not found`);
+    if (!(await lockAccount(m, accountId))) throw new OperatorError(`account ${accountId} not found`);
     const active = await m.countBy(ApiKey, { accountId, revokedAt: IsNull() });
     if (active >= MAX_ACTIVE_KEYS) throw new OperatorError(`account ${accountId} already has ${MAX_ACTIVE_KEYS} active keys`);
     return insertKey(m.getRepository(ApiKey), accountId, name ?? `key ${active + 1}`, grouping);

@@ -3,7 +3,8 @@
  * on `uploads` but the housekeeping's purge (`src/housekeeping/purge-inputs.ts`) is here.
  */
 import { randomBytes } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { lockAccount } from '../accounts/accounts';
 import { sqlRow } from '../db/sql';
 import type { StoredImageFormat } from './image-limits';
 
@@ -13,8 +14,8 @@ export const MAX_ACTIVE_UPLOADS = 20;
 export interface UploadRow { input_key: string; format: StoredImageFormat; width: number; height: number; expires_at: Date; account_id: number }
 
 /** How many uploads of the account are active, and when the oldest of them expires. */
-export async function activeUploads(db: DataSource, accountId: number): Promise<{ n: number; oldest: Date | null }> {
-  return (await sqlRow(db.manager,
+export async function activeUploads(m: EntityManager, accountId: number): Promise<{ n: number; oldest: Date | null }> {
+  return (await sqlRow(m,
     'SELECT count(*)::int AS n, min(expires_at) AS oldest FROM uploads WHERE account_id = $1 AND expires_at > now()', [accountId]))!;
 }
 
@@ -27,10 +28,9 @@ export async function recordUpload(
 ): Promise<{ uploadId: string } | { full: Date }> {
   const uploadId = `upl_${randomBytes(18).toString('base64url')}`;
   return db.transaction(async (m) => {
-    await m.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-    const active = (await sqlRow(m,
-      'SELECT count(*)::int AS n, min(expires_at) AS oldest FROM uploads WHERE account_id = $1 AND expires_at > now()', [accountId]))!;
-    if (active.n >= MAX_ACTIVE_UPLOADS) return { full: new Date(active.oldest) };
+    await lockAccount(m, accountId);
+    const active = await activeUploads(m, accountId);
+    if (active.n >= MAX_ACTIVE_UPLOADS) return { full: new Date(active.oldest!) };
     await m.query(
       `INSERT INTO uploads (id, account_id, input_key, format, width, height, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,

@@ -5,6 +5,7 @@
  */
 import type { DataSource } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
+import { lockAccount } from '../accounts/accounts';
 import { ValidationFailed } from '../errors';
 import { AD_HOC_ATTEMPTS, MAX_WEBHOOKS, REGISTERED_ATTEMPTS, type WebhookEvent } from './events';
 
@@ -20,7 +21,7 @@ export async function registerWebhook(
   db: DataSource, accountId: number, hook: { url: string; sealedSecret: string; events: string[] },
 ): Promise<WebhookRow> {
   return db.transaction(async (m) => {
-    await m.query('SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    await lockAccount(m, accountId);
     const count = await sqlRow(m, 'SELECT count(*)::int AS n FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL', [accountId]);
     if (count!.n >= MAX_WEBHOOKS) {
       throw new ValidationFailed([{ loc: ['body', 'url'], msg: `The account already has ${MAX_WEBHOOKS} webhooks; delete one first`, type: 'maxItems' }]);
