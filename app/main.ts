@@ -124,7 +124,8 @@ async function main(mode: Mode): Promise<void> {
   if (devServer?.uiUrl) log.info('Temporal Web UI', { url: devServer.uiUrl });
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  /** Drains and exits; a worker that failed exits 1, so that a supervisor (systemd, Docker, Kubernetes) restarts it. */
+  const stop = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     log.info('shutting down', { signal });
@@ -139,14 +140,14 @@ async function main(mode: Mode): Promise<void> {
     await db.destroy().catch(() => undefined);
     await tracing()?.shutdown().catch(() => undefined); // the last spans, flushed
     await devServer?.stop();
-    log.info('stopped');
-    process.exit(0);
+    log.info('stopped', { exitCode });
+    process.exit(exitCode);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   workerRun?.catch((err) => {
     log.error('worker stopped with an error', { error: String(err) });
-    void stop('worker-error');
+    void stop('worker-error', 1);
   });
 }
 

@@ -60,6 +60,11 @@ for (const kind of ['dev', 'server'] as const) {
       await stack?.stop();
       await runway?.close();
     });
+    afterEach(function () {
+      if (this.currentTest?.state !== 'failed' || !stack) return;
+      // What each process last said: the evidence of a failed scenario (the logs carry no secret: the last test).
+      process.stdout.write(`\n${stack.unexpectedExits.join('\n')}\n${stack.logTails()}\n`);
+    });
 
     /** Every API key and webhook secret the scenarios made: none may appear in any process's log. */
     const secrets: string[] = [];
@@ -94,6 +99,7 @@ for (const kind of ['dev', 'server'] as const) {
       const recoverSeconds = recoveringSince === null ? null : (Date.now() - recoveringSince) / 1000;
       const checked = await checkInvariants(stack.db, stack.temporal, stack.assetsDir, accounts);
       ROWS.push({ backend: kind, scenario, jobs, lost, doubleCharged: checked.doubleCharged, recoverSeconds });
+      assert.deepEqual(stack.unexpectedExits, [], 'no service process may crash');
       assert.deepEqual(checked.violations, []);
       assert.equal(lost, 0, 'lost jobs');
       assert.equal(checked.doubleCharged, 0, 'double charges');

@@ -5,7 +5,7 @@
  * stopped and started again on the same state.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -90,6 +90,10 @@ export interface FaultStack {
    * between the two.
    */
   replaceWorker(meanwhile?: () => Promise<void>): Promise<void>;
+  /** Service processes that exited without being stopped or killed by the suite (a crash), with how they exited. */
+  unexpectedExits: string[];
+  /** The last `lines` lines of every process's log: what a failed scenario reports. */
+  logTails(lines?: number): string;
   stop(): Promise<void>;
 }
 
@@ -114,18 +118,32 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string, extr
       WEBHOOK_RETRY_INITIAL_MS: '500', ...extraEnv,
     };
     const logs = path.join(dir, 'logs');
+    const unexpectedExits: string[] = [];
+    /** The process, watched: an exit the suite did not ask for (kill or stop) is a crash, reported by the test. */
+    const watched = (name: string, service: ServiceProcess): ServiceProcess => {
+      let told = false;
+      void service.exited.then((code) => {
+        if (!told) unexpectedExits.push(`${name} exited by itself (code ${code}, signal ${service.child.signalCode}); see ${path.join(logs, `${name}.log`)}`);
+      });
+      return {
+        ...service,
+        kill: (signal) => { told = true; return service.kill(signal); },
+        stop: (graceMs) => { told = true; return service.stop(graceMs); },
+      };
+    };
     const apiUrls: string[] = [];
     for (const n of [1, 2]) {
       const port = await freePort();
-      const api = await startServiceProcess('api', { ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, DATA_DIR: path.join(dir, `api-${n}`) },
-        { logFile: path.join(logs, `api-${n}.log`) });
+      const api = watched(`api-${n}`, await startServiceProcess('api', { ...env, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, DATA_DIR: path.join(dir, `api-${n}`) },
+        { logFile: path.join(logs, `api-${n}.log`) }));
       stops.push(() => api.stop());
       apiUrls.push(`http://127.0.0.1:${port}`);
     }
     const workers: ServiceProcess[] = [];
+    let workersStarted = 0;
     const startWorker = async () => {
-      const n = workers.length + 1;
-      const worker = await startServiceProcess('worker', { ...env, DATA_DIR: path.join(dir, `worker-${n}`) }, { logFile: path.join(logs, `worker-${n}.log`) });
+      const name = `worker-${++workersStarted}`;
+      const worker = watched(name, await startServiceProcess('worker', { ...env, DATA_DIR: path.join(dir, name) }, { logFile: path.join(logs, `${name}.log`) }));
       workers.push(worker);
       stops.push(() => worker.stop(5_000));
       return worker;
@@ -141,6 +159,13 @@ export async function startFaultStack(kind: BackendKind, taskQueue: string, extr
         await workers.shift()!.kill('SIGKILL');
         await meanwhile?.();
         await startWorker();
+      },
+      unexpectedExits,
+      logTails(lines = 30) {
+        return readdirSync(logs).sort().map((file) => {
+          const tail = readFileSync(path.join(logs, file), 'utf8').trimEnd().split('\n').slice(-lines).map((line) => line.slice(0, 600));
+          return `--- ${file} (last ${tail.length} lines)\n${tail.join('\n')}`;
+        }).join('\n');
       },
       async stop() {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);
