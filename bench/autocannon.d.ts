@@ -10,6 +10,8 @@ declare module 'autocannon' {
     body?: string;
     pipelining?: number;
     timeout?: number;
+    /** Each request in turn; `setupRequest` may change a request before it is sent (a header per request). */
+    requests?: { setupRequest?: (req: { headers?: Record<string, string> }) => { headers?: Record<string, string> } }[];
   }
   interface Result {
     duration: number;

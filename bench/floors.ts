@@ -22,19 +22,33 @@ export interface FloorContext {
   /** An API key and one of its account's action ids, for the select floor. */
   apiKey: string;
   actionId: number;
+  /** The JSON body the service's accept is sent (the accept floor is sent the same bytes). */
+  photoBody: string;
 }
 
-/** Bare Koa in its own process: `floor.const` and `floor.select`. */
+/**
+ * Bare Koa on a raw pool in its own process (bench/floor-server.ts): `floor.const`, the poll floor `floor.select`,
+ * and the accept floor `floor.accept` (the key, one transaction, a bare start), its CPU measured as the service's is.
+ */
 export async function measureHttpFloors(ctx: FloorContext, figures: Figures): Promise<void> {
   const port = await freePort();
-  const server = await startBenchChild('floor-server.js', [ctx.databaseUrl, String(port)], path.join(ctx.logDir, 'floor-server.log'));
+  const server = await startBenchChild('floor-server.js', [ctx.databaseUrl, ctx.temporalAddress, String(port)], path.join(ctx.logDir, 'floor-server.log'));
   try {
     const { connections, durationSec, repeats } = ctx.settings;
     const headers = { Authorization: `Bearer ${ctx.apiKey}` };
+    const accept = {
+      url: `http://127.0.0.1:${port}/accept`, connections, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
+      headers: { ...headers, 'Content-Type': 'application/json' },
+    };
     await warmUp({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec: 1, headers });
+    await warmUp({ ...accept, durationSec: 1 });
+    const subjects = { servicePids: [server.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
     for (let r = 0; r < repeats; r++) {
       recordLoad(figures, 'floor.const', await httpLoad({ url: `http://127.0.0.1:${port}/const`, connections, durationSec }));
       recordLoad(figures, 'floor.select', await httpLoad({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec, headers }));
+      const { result, cpu } = await measureCpu(subjects, () => httpLoad({ ...accept, durationSec }));
+      recordLoad(figures, 'floor.accept', result);
+      recordCpu(figures, 'floor.accept', cpu, result.ok);
     }
   } finally {
     await server.stop();

@@ -2,6 +2,7 @@
  * Load: HTTP through autocannon (N connections for D seconds, keep-alive, from this process, over loopback), and
  * closed loops of any async call (workflow starts) with the same shape of result.
  */
+import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { percentile } from './stats';
 
@@ -19,10 +20,15 @@ export interface LoadResult {
 
 export async function httpLoad(options: {
   url: string; connections: number; durationSec: number; method?: string; headers?: Record<string, string>; body?: string;
+  /** A fresh `Idempotency-Key` on every request, as an integrator sends with each logical call. */
+  idempotencyKeys?: boolean;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: options.url, connections: options.connections, duration: options.durationSec, method: options.method ?? 'GET',
     headers: options.headers, body: options.body, timeout: 30,
+    ...(options.idempotencyKeys ? {
+      requests: [{ setupRequest: (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...req.headers, 'Idempotency-Key': randomUUID() } }) }],
+    } : {}),
   });
   if (result['2xx'] === 0) {
     // Nothing answered within the window: that is the figure (0 per second), with no latency to report.

@@ -39,6 +39,7 @@ export function rssMiB(pid: number): number {
 }
 
 export interface BenchChild {
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -71,5 +72,5 @@ export async function startBenchChild(script: string, args: string[], logFile: s
     await stop();
     throw err;
   }
-  return { stop };
+  return { pid: child.pid!, stop };
 }

@@ -20,6 +20,10 @@ import { measureHttpFloors, measureWorkflowFloors } from './floors';
 import type { Figures } from './measured';
 import { stopAll, track } from './processes';
 import { measureIdleStreams } from './live-streams';
+import { resolveAnalysis } from './analysis';
+import { measureRestart } from './restart';
+import { measureStartMemory } from './start-memory';
+import { measureLargeDatabase } from './large-database';
 import { measureProviderCost } from './provider-cost';
 import { Backend, backendReport, BackendReport, backendTable, renderMarkdown, Report, row } from './report';
 import { measureAccept, measureService, photoBody, ServiceContext, serviceEnv } from './service';
@@ -36,9 +40,9 @@ export const HOW_TO_RUN = [
   '',
   '```sh',
   'npm run bench                     # full: 3 repetitions of 10 s, 1,000 workflows in flight, both backends (about 15-20 min on 2 cores)',
-  'npm run bench -- --quick          # 1 repetition of 2 s, up to 100 in flight, the dev server only (under 2 minutes)',
+  'npm run bench -- --quick          # 1 repetition of 2 s, up to 100 in flight, the dev server only; writes .data/bench/quick/, never this file',
   'npm run bench -- --backend dev    # or server, or both (the default of a full run)',
-  'npm run bench -- --render         # BENCHMARKS.md again from bench/results.json (after editing bench/analysis.md)',
+  'npm run bench -- --render         # BENCHMARKS.md again from bench/results.json (after editing bench/analysis.md or bench/changes.md)',
   '```',
   '',
   `It recreates its own databases (\`${BENCH_DB}\`, \`${TEMPORAL_DB}\` and \`${TEMPORAL_DB}_visibility\`), keeps its logs under`,
@@ -134,7 +138,10 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
         photoBody: await photoBody(),
         env: serviceEnv(backendDir),
       };
-      const floorCtx = { settings, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, logDir: path.join(backendDir, 'logs'), apiKey: '', actionId: 0 };
+      const floorCtx = {
+        settings, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, logDir: path.join(backendDir, 'logs'), apiKey: '', actionId: 0,
+        photoBody: ctx.photoBody,
+      };
       await phase(`${backend}: workflow floors`, notes, () => measureWorkflowFloors(floorCtx, figures));
       await phase(`${backend}: service (one job, jobs/s, webhooks, polls, memory)`, notes, async () => {
         const seeded = await measureService(ctx, figures);
@@ -147,7 +154,14 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
       });
       await phase(`${backend}: POST /generate/photo, API process alone`, notes, () => measureAccept(ctx, 'api', figures));
       await phase(`${backend}: POST /generate/photo, all mode`, notes, () => measureAccept(ctx, 'all', figures));
+      await phase(`${backend}: POST /generate/photo, all mode, real renders meanwhile`, notes, () => measureAccept(ctx, 'all-real', figures));
       await phase(`${backend}: ${settings.idleStreams} idle live-progress streams`, notes, () => measureIdleStreams(ctx, figures));
+      if (backend === 'dev') {
+        await phase('dev: npm start of an unchanged checkout, to healthy', notes, () => measureRestart(ctx, figures, settings.restartRuns));
+        await phase(`dev: npm start's memory through ${settings.burstJobs} real renders`, notes, () => measureStartMemory(ctx, figures, settings.burstJobs));
+        // Last: it grows the run's database for good.
+        await phase(`dev: the figures again on ${settings.largeActions} actions`, notes, () => measureLargeDatabase(ctx, figures, settings.largeActions, settings.largeAccounts));
+      }
     } finally {
       await stopDb();
     }
@@ -190,19 +204,32 @@ async function postgresVersion(): Promise<string> {
   }
 }
 
-const RESULTS = path.join(ROOT, 'bench', 'results.json');
+/**
+ * Where a run writes: a full run the committed `bench/results.json` and `BENCHMARKS.md`; a quick or smoke run files of
+ * its own under `.data/bench/<mode>/`, never the committed ones.
+ */
+function outputsOf(mode: string): { results: string; markdown: string } {
+  if (mode === 'full') return { results: path.join(ROOT, 'bench', 'results.json'), markdown: path.join(ROOT, 'BENCHMARKS.md') };
+  const dir = path.join(ROOT, '.data', 'bench', mode);
+  mkdirSync(dir, { recursive: true });
+  return { results: path.join(dir, 'results.json'), markdown: path.join(dir, 'BENCHMARKS.md') };
+}
 
-/** BENCHMARKS.md from a report, with the hand-written analysis (bench/analysis.md) after the figures. */
-function writeMarkdown(report: Report): void {
-  const analysisFile = path.join(ROOT, 'bench', 'analysis.md');
-  const analysis = existsSync(analysisFile) ? readFileSync(analysisFile, 'utf8') : '';
-  writeFileSync(path.join(ROOT, 'BENCHMARKS.md'), renderMarkdown(report, HOW_TO_RUN, analysis));
+/**
+ * BENCHMARKS.md from a report: the figures, then the analysis generated from them (bench/analysis.md, every figure a
+ * placeholder of this run: bench/analysis.ts), then what each change bought, measured in runs of its own (bench/changes.md).
+ */
+function writeMarkdown(report: Report, file: string): void {
+  const read = (name: string) => (existsSync(path.join(ROOT, 'bench', name)) ? readFileSync(path.join(ROOT, 'bench', name), 'utf8') : '');
+  const analysis = [resolveAnalysis(read('analysis.md'), report), read('changes.md')].filter((text) => text.trim()).join('\n');
+  writeFileSync(file, renderMarkdown(report, HOW_TO_RUN, analysis));
 }
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.renderOnly) {
-    writeMarkdown(JSON.parse(readFileSync(RESULTS, 'utf8')) as Report);
+    const { results, markdown } = outputsOf('full');
+    writeMarkdown(JSON.parse(readFileSync(results, 'utf8')) as Report, markdown);
     process.stdout.write('wrote BENCHMARKS.md from bench/results.json\n');
     return;
   }
@@ -239,10 +266,11 @@ async function main(): Promise<void> {
       ...notes,
     ],
   };
-  writeFileSync(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
-  writeMarkdown(report);
+  const { results, markdown } = outputsOf(args.mode);
+  writeFileSync(results, `${JSON.stringify(report, null, 2)}\n`);
+  writeMarkdown(report, markdown);
   for (const b of backends) process.stdout.write(`\n## ${b.backend}\n\n${backendTable(b)}\n`);
-  process.stdout.write(`\nwrote bench/results.json and BENCHMARKS.md (${Math.round(report.durationSec)} s)\n`);
+  process.stdout.write(`\nwrote ${path.relative(ROOT, results)} and ${path.relative(ROOT, markdown)} (${Math.round(report.durationSec)} s)\n`);
 }
 
 let interrupted = false;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { ServiceMode, startServiceProcess } from '../ops/cluster/service-process';
+import { BENCH_HARNESS_FLAG } from '../src/config';
 import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, warmUp } from './load';
@@ -57,23 +58,23 @@ export async function startService(ctx: ServiceContext, mode: ServiceMode, name:
 }
 
 /** The body of a 2xx answer; anything else throws. */
-async function expectOk(base: string, apiKey: string, method: string, route: string, body?: string): Promise<any> {
+export async function expectOk(base: string, apiKey: string, method: string, route: string, body?: string): Promise<any> {
   const res = await apiClient(base, apiKey)(method, route, body);
   if (res.status >= 300) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
 }
 
-async function countActions(db: DataSource, ids: number[], statuses: string[]): Promise<number> {
+export async function countActions(db: DataSource, ids: number[], statuses: string[]): Promise<number> {
   const [row] = await db.query('SELECT count(*)::int AS n FROM actions WHERE id = ANY($1) AND status = ANY($2)', [ids, statuses]);
   return row.n;
 }
 
-const TERMINAL = ['completed', 'failed', 'cancelled'];
+export const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 interface Account { accountId: number; apiKey: string }
 
 /** An account that never runs out of sparks during a run. */
-const benchAccount = (db: DataSource, name: string): Promise<Account> => newAccount(db, 100_000_000, name);
+export const benchAccount = (db: DataSource, name: string): Promise<Account> => newAccount(db, 100_000_000, name);
 
 /** Polls an action's status until it is completed; returns the milliseconds from the POST to that answer. */
 async function oneJobAlone(base: string, account: Account, photoBody: string): Promise<number> {
@@ -202,22 +203,30 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
   }
 }
 
-/** POST /generate/photo accepted per second, 50 connections, to a process of `mode` on a queue of its own. */
-export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all', figures: Figures): Promise<void> {
+/**
+ * POST /generate/photo accepted per second, 50 connections, each request with an `Idempotency-Key` of its own (as the
+ * accept floor's), to a process of `mode` on a queue of its own: `api` (the API process alone: the workflows wait),
+ * `all` (`npm start`'s one process, zero-cost renders) or `all-real` (`npm start`'s one process rendering for real
+ * meanwhile, without the demo delay: renders must not starve accepting).
+ */
+export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | 'all-real', figures: Figures): Promise<void> {
   const s = ctx.settings;
-  const service = await startService(ctx, mode, `${mode}-accept`, `bench-accept-${mode}`);
+  const real = mode === 'all-real';
+  const service = await startService(ctx, real ? 'all' : mode, `${mode}-accept`, `bench-accept-${mode}`,
+    real ? { LOCAL_RENDERER_COST: 'normal', LOCAL_RENDERER_DELAY_MS: '0' } : {});
+  const key = `svc.post_${mode.replace('-', '_')}`;
   try {
     const account = await benchAccount(ctx.db, `bench accept ${mode}`);
     const options = {
-      url: `${service.url}${V1}/generate/photo`, connections: s.connections, method: 'POST', body: ctx.photoBody,
+      url: `${service.url}${V1}/generate/photo`, connections: s.connections, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
       headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
     };
     await warmUp({ ...options, durationSec: 1 });
     const subjects = { servicePids: [service.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
     for (let r = 0; r < s.repeats; r++) {
       const { result, cpu } = await measureCpu(subjects, () => httpLoad({ ...options, durationSec: s.durationSec }));
-      recordLoad(figures, `svc.post_${mode}`, result);
-      recordCpu(figures, `svc.post_${mode}`, cpu, result.ok);
+      recordLoad(figures, key, result);
+      recordCpu(figures, key, cpu, result.ok);
     }
   } finally {
     await service.stop();
@@ -238,6 +247,7 @@ export function serviceEnv(dataDir: string): Record<string, string> {
     SECRETS_KEY: randomSecret(),
     RATE_LIMIT_PER_MINUTE: '1000000000',
     LOCAL_RENDERER_COST: 'zero',
+    [BENCH_HARNESS_FLAG]: '1', // what lets a process take LOCAL_RENDERER_COST=zero
     IMAGE_PROVIDER: 'local',
     TEXT_PROVIDER: 'local',
     VIDEO_PROVIDER: 'local',

@@ -284,6 +284,20 @@ function metricsSettings(port: number) {
   return { metricsPort, metricsHost, temporalMetricsPort };
 }
 
+/**
+ * Set by `npm run bench` for the processes it starts, and by nothing else: the one way to run the local renderer at
+ * zero cost (a grey square for every render, charged at full price), so that no deployment can take it by mistake.
+ */
+export const BENCH_HARNESS_FLAG = 'IMAGERY_BENCH_HARNESS';
+
+function localRendererCost(): 'normal' | 'zero' {
+  const cost = oneOf('LOCAL_RENDERER_COST', ['normal', 'zero'] as const);
+  if (cost === 'zero' && str(BENCH_HARNESS_FLAG) !== '1') {
+    throw new Error('LOCAL_RENDERER_COST=zero is for the benchmark harness only (npm run bench sets it): every render would charge full price for a grey square');
+  }
+  return cost;
+}
+
 /** A secret variable: unset stays unset (a random one is kept in DATA_DIR); a short or placeholder value stops the process. */
 function secret(name: string): string | undefined {
   return configuredSecret(name, str(name));
@@ -310,7 +324,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     maxBodyBytesInFlight: int('MAX_BODY_BYTES_IN_FLIGHT', 400 * 1024 * 1024),
     ...httpTimeouts(),
     localRendererDelayMs: timerMs('LOCAL_RENDERER_DELAY_MS', 3000, 0),
-    localRendererCost: oneOf('LOCAL_RENDERER_COST', ['normal', 'zero'] as const),
+    localRendererCost: localRendererCost(),
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),
     secretsKey: secret('SECRETS_KEY'),

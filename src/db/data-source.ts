@@ -21,8 +21,11 @@ export const CONNECTION_SETTINGS = {
   idle_in_transaction_session_timeout: 60_000,
 } as const;
 
+/** Connections in a process's pool unless told otherwise (the benchmark's floors use the same number). */
+export const DEFAULT_POOL_SIZE = 20;
+
 /** The one TypeORM data source of a process. The schema comes only from migrations/. */
-export function createDataSource(databaseUrl: string, poolSize = 20): DataSource {
+export function createDataSource(databaseUrl: string, poolSize = DEFAULT_POOL_SIZE): DataSource {
   return new DataSource({
     type: 'postgres',
     url: databaseUrl,

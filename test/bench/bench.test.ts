@@ -11,6 +11,7 @@ import { measureHttpFloors, measureWorkflowFloors } from '../../bench/floors';
 import type { Figures } from '../../bench/measured';
 import { stopAll } from '../../bench/processes';
 import { backendReport, renderMarkdown, Report } from '../../bench/report';
+import { resolveAnalysis } from '../../bench/analysis';
 import { measureIdleStreams } from '../../bench/live-streams';
 import { measureAccept, photoBody, ServiceContext, serviceEnv } from '../../bench/service';
 import { settingsFor } from '../../bench/settings';
@@ -27,16 +28,17 @@ describe('benchmark harness (smoke)', function () {
     const settings = settingsFor('smoke');
     const db = await openDatabase(env.databaseUrl, { migrate: false, poolSize: 2 });
     try {
-      const { accountId, apiKey } = await newAccount(db);
+      const { accountId, apiKey } = await newAccount(db, 100_000_000); // the accept floor holds as the service does
       const actionId = await placeAction(db, accountId);
       const dataDir = path.join(os.tmpdir(), `imagery-bench-smoke-${process.pid}`);
       const figures: Figures = {};
-      const floorCtx = { settings, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, logDir: dataDir, apiKey, actionId };
+      const body = await photoBody();
+      const floorCtx = { settings, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, logDir: dataDir, apiKey, actionId, photoBody: body };
       await measureHttpFloors(floorCtx, figures);
       await measureWorkflowFloors(floorCtx, figures);
       const ctx: ServiceContext = {
         settings, db, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, dataDir,
-        photoBody: await photoBody(),
+        photoBody: body,
         env: serviceEnv(dataDir),
       };
       await measureAccept(ctx, 'api', figures);
@@ -44,15 +46,15 @@ describe('benchmark harness (smoke)', function () {
 
       const report = backendReport('dev', figures, settings, []);
       const byKey = (key: string) => report.rows.find((r) => r.key === key)!;
-      for (const key of ['floor.const', 'floor.select', 'floor.starts', 'floor.e2e', 'floor.batch', 'svc.post_api']) {
+      for (const key of ['floor.const', 'floor.select', 'floor.starts', 'floor.accept', 'floor.e2e', 'floor.batch', 'svc.post_api']) {
         assert.ok(byKey(key).service && byKey(key).service!.median > 0, `${key} measured`);
       }
       const accepted = byKey('svc.post_api');
-      assert.equal(accepted.floorKey, 'floor.starts');
+      assert.equal(accepted.floorKey, 'floor.accept', 'an accept is judged against the accept floor');
       assert.ok(accepted.ratio! > 0);
       assert.equal(byKey('svc.status').service, null, 'what was not measured says so');
       assert.equal(byKey('svc.status').note, 'not measured in this run');
-      assert.equal(report.targets.length, 10);
+      assert.equal(report.targets.length, 14);
       const streams = report.targets.find((t) => t.figure.includes('idle live-progress'))!;
       assert.equal(typeof streams.pass, 'boolean', 'the streams\' memory is measured and judged');
       assert.match(streams.observed, /^[+-][\d.]+ MiB for 20 \(/);
@@ -63,16 +65,18 @@ describe('benchmark harness (smoke)', function () {
         versions: { node: process.version }, settings: { ...settings }, providerCostMs: [], backends: [report], notes: [],
       };
       // Where the CPU went: the service process and Temporal both worked for the accepted requests.
-      const cpu = report.cpu.find((r) => r.key === 'svc.post_api')!;
-      assert.ok(cpu.perOperationMs.service! > 0 && cpu.perOperationMs.temporal! > 0 && cpu.totalMs! > 0, JSON.stringify(cpu));
-      assert.ok(cpu.ceilingPerSecond! > 0);
+      for (const key of ['svc.post_api', 'floor.accept']) {
+        const cpu = report.cpu.find((r) => r.key === key)!;
+        assert.ok(cpu.perOperationMs.service! > 0 && cpu.perOperationMs.temporal! > 0 && cpu.totalMs! > 0, JSON.stringify(cpu));
+        assert.ok(cpu.ceilingPerSecond! > 0);
+      }
 
-      const markdown = renderMarkdown(full, 'npm run bench', '## Analysis by hand');
+      const markdown = renderMarkdown(full, 'npm run bench', resolveAnalysis('## Analysis\n\nAccepted {{dev svc.post_api ratio}} of the accept floor; on the server {{server svc.post_api ratio}}.', full));
       assert.match(markdown, /\| POST \/generate\/photo accepted, API process alone \| req\/s \| [\d.]+ \|/);
       assert.match(markdown, /not measured/);
       assert.match(markdown, /CPU milliseconds per completed operation/);
       assert.match(markdown, /\| idle live-progress streams \| API process RSS MiB before/);
-      assert.match(markdown, /## Analysis by hand/);
+      assert.match(markdown, new RegExp(`Accepted ${accepted.ratio!.toFixed(2)} of the accept floor; on the server n/a\\.`), 'the analysis quotes this run');
     } finally {
       await db.destroy();
     }

@@ -58,6 +58,8 @@ describe('docker-compose.yml', function () {
     // Metrics inside the network only: the API publishes its API port alone.
     assert.deepEqual(compose.services.api.ports, ['3000:3000']);
     for (const name of ['api', 'worker']) assert.deepEqual(compose.services[name].expose, ['9464'], `${name} exposes its metrics port`);
+    // The local renderer's 3 s demo pause is npm start's, not a deployment's.
+    assert.equal(compose['x-service'].environment.LOCAL_RENDERER_DELAY_MS, '${LOCAL_RENDERER_DELAY_MS:-0}');
   });
 });
 

@@ -1,0 +1,164 @@
+/**
+ * Cost as the work grows: the same figures on the run's database as it is (small), then again after it has been
+ * grown to `total` actions over `accounts` accounts, each action with its project, card, hold (charged), ledger row
+ * and three events (pending, processing, completed). The measured account is the same in both: 2,000 actions of its
+ * own (200 of them tagged with a `client_group_id`) in 200 projects, a v2 job; the other accounts' rows are what grows.
+ * Each figure on the large database must stay within 1.25x of the small one's (indexes where plans scan, keyset
+ * paging where offsets grow).
+ */
+import { Client as TemporalClient, Connection } from '@temporalio/client';
+import http from 'node:http';
+import type { DataSource } from 'typeorm';
+import { reconcile } from '../src/actions/reconcile';
+import { apiClient, newAccount, V1 } from '../test/support/fixtures';
+import { httpLoad } from './load';
+import { Figures, recordLoad, recordValue } from './measured';
+import { startService, type ServiceContext } from './service';
+import { stat } from './stats';
+
+
+const OWN_ACTIONS = 2_000;
+const GROUP = 'bench-large-group';
+
+/**
+ * Rows straight into the tables, set-wise, with triggers and foreign keys off for the session (the rows are made
+ * consistent by construction): `count` actions of `accountIds` in turn, ten to a project, one card each, charged.
+ */
+async function insertActions(db: DataSource, accountIds: number[], count: number, options: { group?: number } = {}): Promise<void> {
+  const runner = db.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SET session_replication_role = replica');
+    await runner.startTransaction();
+    const [{ base }] = await runner.query(`SELECT greatest(
+      (SELECT coalesce(max(id), 0) FROM actions), (SELECT coalesce(max(id), 0) FROM cards), (SELECT coalesce(max(id), 0) FROM projects)) + 1 AS base`);
+    const accountOf = { sql: `($1::int[])[1 + (g / 10) % ${accountIds.length}]` };
+    const ids = [accountIds];
+    const series = `FROM generate_series(0, ${count - 1}) g`;
+    const created = `now() - make_interval(secs => ${count} - g)`;
+    await runner.query(`INSERT INTO projects (id, account_id, name, source, created_at, updated_at)
+      SELECT ${base} + g / 10, ${accountOf.sql}, 'bench ' || g / 10, 'api', ${created}, ${created} ${series} WHERE g % 10 = 0`, ids);
+    await runner.query(`INSERT INTO cards (id, account_id, project_id, status, content_type, aspect_ratio, active_action_id, created_at, updated_at)
+      SELECT ${base} + g, ${accountOf.sql}, ${base} + g / 10, 'completed', 'photo', '1:1', ${base} + g, ${created}, ${created} ${series}`, ids);
+    await runner.query(`INSERT INTO actions (id, account_id, project_id, card_id, type, product, status, start_state, price, params, provider,
+        asset_path, client_group_id, started_at, completed_at, created_at, updated_at)
+      SELECT ${base} + g, ${accountOf.sql}, ${base} + g / 10, ${base} + g, 'generate', 'photo', 'completed', 'started', 5,
+        jsonb_build_object('inputs', jsonb_build_array('inputs/bench/' || g || '.jpg'), 'productName', 'Bench cup', 'categoryId', 'home',
+          'conceptId', 'home_in_use', 'locale', 'en', 'photoStyle', 'classic', 'aspectRatio', '1:1', 'resolution', '1K'),
+        'local', 'results/' || (${base} + g) || '/bench.jpg', ${options.group ? `CASE WHEN g % ${options.group} = 0 THEN '${GROUP}' END` : 'NULL'},
+        ${created}, ${created}, ${created}, ${created} ${series}`, ids);
+    await runner.query(`INSERT INTO spark_holds (account_id, action_id, amount, status, created_at, settled_at)
+      SELECT ${accountOf.sql}, ${base} + g, 5, 'charged', ${created}, ${created} ${series}`, ids);
+    await runner.query(`INSERT INTO spark_ledger (account_id, amount, kind, reference, action_id, created_at)
+      SELECT ${accountOf.sql}, -5, 'charge', 'action:' || (${base} + g), ${base} + g, ${created} ${series}`, ids);
+    await runner.query(`INSERT INTO action_events (action_id, seq, action_status, created_at)
+      SELECT ${base} + g, s.seq, s.status, ${created} ${series}, (VALUES (1, 'pending'), (2, 'processing'), (3, 'completed')) AS s(seq, status)`);
+    for (const table of ['projects', 'cards', 'actions']) {
+      await runner.query(`SELECT setval(pg_get_serial_sequence('${table}', 'id'), (SELECT max(id) FROM ${table}))`);
+    }
+    await runner.commitTransaction();
+  } catch (err) {
+    if (runner.isTransactionActive) await runner.rollbackTransaction();
+    throw err;
+  } finally {
+    await runner.query('SET session_replication_role = origin').catch(() => undefined);
+    await runner.release();
+  }
+}
+
+interface Measured { accountKey: string; actionId: number; jobId: string }
+
+/** The measured account: its actions and projects seeded, one real action and one real v2 job through the API. */
+async function seedMeasuredAccount(ctx: ServiceContext, apiUrl: string): Promise<Measured> {
+  const { accountId, apiKey } = await newAccount(ctx.db, 100_000_000, 'bench large measured');
+  await insertActions(ctx.db, [accountId], OWN_ACTIONS, { group: OWN_ACTIONS / 200 });
+  const call = apiClient(apiUrl, apiKey);
+  const action = await call('POST', `${V1}/generate/photo`, ctx.photoBody);
+  const job = await call('POST', '/api/v2/jobs/generate', ctx.photoBody);
+  if (action.status !== 200 || job.status !== 202) throw new Error(`seeding the measured account: ${action.status} ${job.status}`);
+  return { accountKey: apiKey, actionId: action.body.action_id, jobId: job.body.job_id };
+}
+
+/** The median of `runs` sequential runs of `work`, in ms. */
+async function medianMs(runs: number, work: () => Promise<unknown>): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await work();
+    times.push(performance.now() - t);
+  }
+  return stat(times)!.median;
+}
+
+/** A completed action's whole stream (`Last-Event-ID: 0`): every event, then the server closes it. */
+function catchUp(url: string, apiKey: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: { Authorization: `Bearer ${apiKey}`, 'Last-Event-ID': '0' } }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`live progress: ${res.statusCode}`));
+      res.resume();
+      res.on('end', () => resolve()).on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+async function measureAll(ctx: ServiceContext, apiUrl: string, m: Measured, temporal: TemporalClient, figures: Figures, size: 'small' | 'large'): Promise<void> {
+  const s = ctx.settings;
+  const headers = { Authorization: `Bearer ${m.accountKey}` };
+  const call = apiClient(apiUrl, m.accountKey);
+  const polls: [string, string][] = [['status', `${V1}/status/${m.actionId}`], ['job', `/api/v2/jobs/${m.jobId}`], ['balance', `${V1}/balance`]];
+  for (const [key, route] of polls) {
+    await httpLoad({ url: `${apiUrl}${route}`, connections: s.connections, durationSec: 1, headers }); // warm
+    for (let r = 0; r < s.repeats; r++) recordLoad(figures, `large.${key}.${size}`, await httpLoad({ url: `${apiUrl}${route}`, connections: s.connections, durationSec: s.durationSec, headers }));
+  }
+  const expectOk = async (route: string) => {
+    const res = await call('GET', route);
+    if (res.status !== 200) throw new Error(`GET ${route}: ${res.status}`);
+    return res.body;
+  };
+  const total = (await expectOk(`${V1}/results?page_size=100`)).total as number;
+  const deepest = `${V1}/results?page_size=100&page=${Math.ceil(total / 100)}`;
+  const projects = (await expectOk(`${V1}/projects?limit=20`)).total as number;
+  const lastProjects = `${V1}/projects?limit=20&offset=${Math.max(0, projects - 20)}`;
+  const timed: [string, () => Promise<unknown>][] = [
+    ['results_deepest', () => expectOk(deepest)],
+    ['results_group', () => expectOk(`${V1}/results?page_size=100&client_group_id=${GROUP}`)],
+    ['projects_last', () => expectOk(lastProjects)],
+    ['live_catch_up', () => catchUp(`${apiUrl}${V1}/status/${m.actionId}/events`, m.accountKey)],
+    ['reconciler_pass', () => reconcile(ctx.db, temporal, { taskQueue: 'bench-large', graceSeconds: 120, webhookRetryInitialMs: 10_000 })],
+  ];
+  for (const [key, work] of timed) {
+    await medianMs(5, work); // warm
+    for (let r = 0; r < s.repeats; r++) recordValue(figures, `large.${key}.${size}`, await medianMs(key === 'reconciler_pass' ? 5 : 50, work));
+  }
+}
+
+/** Small, grow, large: records `large.<figure>.small` and `large.<figure>.large`. */
+export async function measureLargeDatabase(ctx: ServiceContext, figures: Figures, total: number, accounts: number): Promise<void> {
+  const api = await startService(ctx, 'api', 'api-large', 'bench-large');
+  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  try {
+    const temporal = new TemporalClient({ connection, namespace: 'default' });
+    const measured = await seedMeasuredAccount(ctx, api.url);
+    await ctx.db.query('VACUUM ANALYZE');
+    await measureAll(ctx, api.url, measured, temporal, figures, 'small');
+
+    const [{ others }] = await ctx.db.query(`WITH made AS (
+      INSERT INTO accounts (name, balance) SELECT 'bench large ' || g, 1000000 FROM generate_series(1, $1) g RETURNING id
+    ) SELECT array_agg(id ORDER BY id) AS others FROM made`, [accounts - 1]);
+    const t = performance.now();
+    const [{ n: existing }] = await ctx.db.query('SELECT count(*)::int AS n FROM actions');
+    const batch = 100_000;
+    for (let done = existing; done < total; done += batch) {
+      await insertActions(ctx.db, others, Math.min(batch, total - done));
+    }
+    await ctx.db.query('VACUUM ANALYZE');
+    recordValue(figures, 'large.seed_seconds', (performance.now() - t) / 1000);
+    const [{ n }] = await ctx.db.query('SELECT count(*)::int AS n FROM actions');
+    recordValue(figures, 'large.actions', n);
+    await measureAll(ctx, api.url, measured, temporal, figures, 'large');
+  } finally {
+    await connection.close();
+    await api.stop();
+  }
+}
