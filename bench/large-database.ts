@@ -1,8 +1,9 @@
 /**
  * Cost as the work grows: the same figures on the run's database as it is (small), then again after it has been
  * grown to `total` actions over `accounts` accounts, each action with its project, card, hold (charged), ledger row
- * and three events (pending, processing, completed). The measured account is the same in both: 2,000 actions of its
- * own (200 of them tagged with a `client_group_id`) in 200 projects, a v2 job; the other accounts' rows are what grows.
+ * and three events (pending, processing, completed), one in ten a v2 job's. The measured account is the same in
+ * both: 2,000 actions of its own (200 of them tagged with a `client_group_id`) in 200 projects, and a v2 job; the
+ * other accounts' rows are what grows.
  * Each figure on the large database must stay within 1.25x of the small one's (indexes where plans scan, keyset
  * paging where offsets grow).
  */
@@ -51,6 +52,10 @@ async function insertActions(db: DataSource, accountIds: number[], count: number
       SELECT ${accountOf.sql}, ${base} + g, 5, 'charged', ${created}, ${created} ${series}`, ids);
     await runner.query(`INSERT INTO spark_ledger (account_id, amount, kind, reference, action_id, created_at)
       SELECT ${accountOf.sql}, -5, 'charge', 'action:' || (${base} + g), ${base} + g, ${created} ${series}`, ids);
+    // One in ten is a v2 job's action, succeeded.
+    await runner.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase, attempts, provider, started_at, completed_at, created_at, updated_at)
+      SELECT gen_random_uuid(), ${accountOf.sql}, ${base} + g, 'generation.execute', 'succeeded', 'completed', 1, 'local', ${created}, ${created}, ${created}, ${created}
+      ${series} WHERE g % 10 = 5`, ids);
     await runner.query(`INSERT INTO action_events (action_id, seq, action_status, created_at)
       SELECT ${base} + g, s.seq, s.status, ${created} ${series}, (VALUES (1, 'pending'), (2, 'processing'), (3, 'completed')) AS s(seq, status)`);
     for (const table of ['projects', 'cards', 'actions']) {
@@ -68,15 +73,15 @@ async function insertActions(db: DataSource, accountIds: number[], count: number
 
 interface Measured { accountKey: string; actionId: number; jobId: string }
 
-/** The measured account: its actions and projects seeded, one real action and one real v2 job through the API. */
+/** The measured account: its actions and projects seeded, and one v2 job through the API. */
 async function seedMeasuredAccount(ctx: ServiceContext, apiUrl: string): Promise<Measured> {
   const { accountId, apiKey } = await newAccount(ctx.db, 100_000_000, 'bench large measured');
   await insertActions(ctx.db, [accountId], OWN_ACTIONS, { group: OWN_ACTIONS / 200 });
-  const call = apiClient(apiUrl, apiKey);
-  const action = await call('POST', `${V1}/generate/photo`, ctx.photoBody);
-  const job = await call('POST', '/api/v2/jobs/generate', ctx.photoBody);
-  if (action.status !== 200 || job.status !== 202) throw new Error(`seeding the measured account: ${action.status} ${job.status}`);
-  return { accountKey: apiKey, actionId: action.body.action_id, jobId: job.body.job_id };
+  const job = await apiClient(apiUrl, apiKey)('POST', '/api/v2/jobs/generate', ctx.photoBody);
+  if (job.status !== 202) throw new Error(`seeding the measured account: ${job.status} ${JSON.stringify(job.body)}`);
+  // A completed action with its events (seeded), whose stream ends after its last event.
+  const [{ id }] = await ctx.db.query(`SELECT max(id) AS id FROM actions WHERE account_id = $1 AND status = 'completed'`, [accountId]);
+  return { accountKey: apiKey, actionId: id, jobId: job.body.job_id };
 }
 
 /** The median of `runs` sequential runs of `work`, in ms. */

@@ -42,6 +42,7 @@ export const HOW_TO_RUN = [
   'npm run bench                     # full: 3 repetitions of 10 s, 1,000 workflows in flight, both backends (about 15-20 min on 2 cores)',
   'npm run bench -- --quick          # 1 repetition of 2 s, up to 100 in flight, the dev server only; writes .data/bench/quick/, never this file',
   'npm run bench -- --backend dev    # or server, or both (the default of a full run)',
+  'npm run bench -- --quick --only large   # only the phases whose names hold a word (while working on one figure)',
   'npm run bench -- --render         # BENCHMARKS.md again from bench/results.json (after editing bench/analysis.md or bench/changes.md)',
   '```',
   '',
@@ -49,15 +50,17 @@ export const HOW_TO_RUN = [
   '`.data/bench/`, and writes `bench/results.json` (every sample) and this file.',
 ].join('\n');
 
-interface Args { mode: BenchMode; backends: Backend[]; renderOnly: boolean }
+interface Args { mode: BenchMode; backends: Backend[]; renderOnly: boolean; only?: string }
 
 function parseArgs(argv: string[]): Args {
   let mode: BenchMode = 'full';
   let backends: Backend[] | undefined;
   let renderOnly = false;
+  let only: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') mode = 'quick';
+    else if (arg === '--only') only = argv[++i];
     else if (arg === '--smoke') mode = 'smoke';
     else if (arg === '--render') renderOnly = true;
     else if (arg === '--backend') {
@@ -71,7 +74,8 @@ function parseArgs(argv: string[]): Args {
     } else throw new Error(`unknown argument "${arg}" (see --help)`);
   }
   // A quick run measures the dev server only unless told otherwise: both backends take about 3 minutes.
-  return { mode, backends: backends ?? (mode === 'full' ? ['dev', 'server'] : ['dev']), renderOnly };
+  if (only !== undefined && mode === 'full') throw new Error('--only goes with --quick (a full run measures everything)');
+  return { mode, backends: backends ?? (mode === 'full' ? ['dev', 'server'] : ['dev']), renderOnly, only };
 }
 
 function databaseUrl(name: string): string {
@@ -105,8 +109,12 @@ async function startBackend(backend: Backend, dataDir: string): Promise<{ addres
   return { address: server.address, stop: track('temporal server', () => server.stop()) };
 }
 
+/** The phases `--only` lets through (by a part of their names); the Temporal backend and databases always start. */
+let onlyPhases: string | undefined;
+
 /** Runs one phase; a failure is written down and the run goes on with the next phase. */
 async function phase(name: string, notes: string[], run: () => Promise<void>): Promise<void> {
+  if (onlyPhases !== undefined && !name.includes(onlyPhases) && !name.includes('start the Temporal backend')) return;
   const t = Date.now();
   process.stderr.write(`bench: ${name}...\n`);
   try {
@@ -234,6 +242,7 @@ async function main(): Promise<void> {
     return;
   }
   setLogLevel('warn');
+  onlyPhases = args.only;
   const started = Date.now();
   const settings = settingsFor(args.mode);
   const dataDir = path.join(ROOT, '.data', 'bench');

@@ -14,6 +14,7 @@ import { CompletedActionsIndex1732300000013 } from './1732300000013-CompletedAct
 import { ReconcilerIndexes1732300000014 } from './1732300000014-ReconcilerIndexes';
 import { ActionEvents1732300000015 } from './1732300000015-ActionEvents';
 import { OpenHoldsIndex1732300000016 } from './1732300000016-OpenHoldsIndex';
+import { ReconcilerProgress1732300000017 } from './1732300000017-ReconcilerProgress';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -29,4 +30,5 @@ export const migrations = [
   ReconcilerIndexes1732300000014,
   ActionEvents1732300000015,
   OpenHoldsIndex1732300000016,
+  ReconcilerProgress1732300000017,
 ];

@@ -98,38 +98,56 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
 /** Each action type's events by outcome, as JSON for the query below: `{"photo": {"completed": ..., "failed": ...}}`. */
 const EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, { completed: eventFor(type, 'completed'), failed: eventFor(type, 'failed') }])));
 
+/** How far behind its last horizon a pass looks again: a completion committed late (a long transaction) is not missed. */
+const HORIZON_MARGIN_SECONDS = 60;
+
 /**
  * Outcomes no workflow announced. A workflow terminated between its charge and its announcement leaves a completed
  * action with no workflow to send its completion event (so does a `renderAction` of a workflow started before the
  * `visible-steps` patch, which charges and completes the action itself, still running when an operator terminated
- * its workflow); and the failure
- * the reconciler itself records is announced by a workflow it starts, which a failed start leaves unsent. Past the
- * grace period and within a day, a completed or failed action that was accepted (`started`), with a subscriber of
- * its event and no delivery of it, whose workflow ended without completing (terminated, timed out) or is gone, gets
- * an announcement workflow (one per action and outcome: never twice). Answers how many.
+ * its workflow); and the failure the reconciler itself records is announced by a workflow it starts, which a failed
+ * start leaves unsent. Past the grace period, a completed or failed action that was accepted (`started`), with a
+ * subscriber of its event and no delivery of it, whose workflow ended without completing (terminated, timed out) or
+ * is gone, gets an announcement workflow (one per action and outcome: never twice). Answers how many.
+ *
+ * A pass reads the completions since the last pass's horizon (`reconciler_progress`, shared by every process, a
+ * minute of margin), in the order they completed, and moves the horizon to where it stopped: each completion is
+ * looked at about once, however many a day brings. With no horizon yet, or an old one, it reads the last day.
  */
 export async function announceUnannouncedOutcomes(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  return inPages((after: number) => sqlRows<Owned>(db.manager,
-    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+  const [{ since, cutoff }] = await sqlRows<{ since: Date; cutoff: Date }>(db.manager,
+    `SELECT greatest(now() - interval '1 day', (SELECT horizon FROM reconciler_progress WHERE pass = 'announcements') - make_interval(secs => $2)) AS since,
+            now() - make_interval(secs => $1) AS cutoff`,
+    [config.graceSeconds, HORIZON_MARGIN_SECONDS]);
+  let reached: Date = since;
+  const { moved, finished } = await inPages((after: { completedAt: Date; id: number }) => sqlRows<Owned & { completed_at: Date }>(db.manager,
+    `SELECT a.id AS action_id, a.status, a.completed_at, j.id AS job_id, j.status AS job_status
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
-      WHERE a.status IN ('completed', 'failed') AND a.start_state = 'started'
-        AND a.completed_at < now() - make_interval(secs => $1) AND a.completed_at > now() - interval '1 day'
+      WHERE a.status IN ('completed', 'failed') AND a.completed_at < $1 AND a.completed_at >= $3 AND (a.completed_at, a.id) > ($3, $4)
+        AND a.start_state = 'started'
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb -> a.type ->> a.status)
         AND (a.webhook_url IS NOT NULL OR EXISTS (
               SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active
                  AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at))
-        AND a.id > $3
-      ORDER BY a.id LIMIT ${PAGE_ROWS}`, [config.graceSeconds, EVENTS, after]), (row) => row.action_id, 0,
-  (rows) => countMoved(rows, 'announcing an outcome', ownedIds, async (row) => {
-    // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
-    // since is not sent events of earlier actions).
-    const state = await workflowState(client, ownerOf(row));
-    if (state.kind === 'running' || (state.kind === 'closed' && state.status === 'COMPLETED')) return false;
-    const outcome = row.status as 'completed' | 'failed';
-    await startAnnouncement(client, config.taskQueue, row.action_id, outcome, 'its workflow ended without sending it');
-    log.warn('announced an outcome its workflow did not', { actionId: row.action_id, jobId: row.job_id, outcome });
-    return true;
-  }));
+      ORDER BY a.completed_at, a.id LIMIT ${PAGE_ROWS}`, [cutoff, EVENTS, after.completedAt, after.id]),
+  (row) => ({ completedAt: row.completed_at, id: row.action_id }), { completedAt: since, id: 0 },
+  (rows) => {
+    reached = rows[rows.length - 1].completed_at;
+    return countMoved(rows, 'announcing an outcome', ownedIds, async (row) => {
+      // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
+      // since is not sent events of earlier actions).
+      const state = await workflowState(client, ownerOf(row));
+      if (state.kind === 'running' || (state.kind === 'closed' && state.status === 'COMPLETED')) return false;
+      const outcome = row.status as 'completed' | 'failed';
+      await startAnnouncement(client, config.taskQueue, row.action_id, outcome, 'its workflow ended without sending it');
+      log.warn('announced an outcome its workflow did not', { actionId: row.action_id, jobId: row.job_id, outcome });
+      return true;
+    });
+  });
+  // A pass that read everything up to the cutoff moves the horizon there; one stopped by its page limit, to where it stopped.
+  await db.query(`INSERT INTO reconciler_progress (pass, horizon) VALUES ('announcements', $1)
+                  ON CONFLICT (pass) DO UPDATE SET horizon = greatest(reconciler_progress.horizon, EXCLUDED.horizon)`, [finished ? cutoff : reached]);
+  return moved;
 }
 
 /**
@@ -139,10 +157,10 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
  * started with its attempts. Answers how many moved.
  */
 export async function settleLostDeliveries(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  return inPages((after: { createdAt: Date; id: string }) => stalePendingDeliveries(db, config.graceSeconds, after, PAGE_ROWS),
+  return (await inPages((after: { createdAt: Date; id: string }) => stalePendingDeliveries(db, config.graceSeconds, after, PAGE_ROWS),
   (row) => ({ createdAt: row.created_at, id: row.id }), { createdAt: new Date(0), id: '00000000-0000-0000-0000-000000000000' },
   (rows) => countMoved(rows, 'settling a delivery', (delivery) => ({ deliveryId: delivery.id }),
-    (delivery) => settleLostDelivery(db, client, config, delivery)));
+    (delivery) => settleLostDelivery(db, client, config, delivery)))).moved;
 }
 
 async function settleLostDelivery(db: DataSource, client: Client, config: ReconcileConfig, delivery: PendingDelivery): Promise<boolean> {
@@ -173,21 +191,24 @@ async function settleLostDelivery(db: DataSource, client: Client, config: Reconc
 const PAGE_ROWS = 100;
 const PASS_PAGES = 10;
 
-/** Runs `step` over pages of `fetch` (each after the last key of the one before), up to PASS_PAGES; answers the sum. */
-async function inPages<T, K>(fetch: (after: K) => Promise<T[]>, keyOf: (row: T) => K, first: K, step: (rows: T[]) => Promise<number>): Promise<number> {
+/**
+ * Runs `step` over pages of `fetch` (each after the last key of the one before), up to PASS_PAGES; answers the sum
+ * and whether it read to the end (false: stopped by the page limit, rows left for the next pass).
+ */
+async function inPages<T, K>(
+  fetch: (after: K) => Promise<T[]>, keyOf: (row: T) => K, first: K, step: (rows: T[]) => Promise<number>,
+): Promise<{ moved: number; finished: boolean }> {
   let moved = 0;
   let after = first;
   for (let page = 0; page < PASS_PAGES; page++) {
     const rows = await fetch(after);
-    if (rows.length === 0) break;
-    moved += await step(rows);
-    if (rows.length < PAGE_ROWS) break;
+    if (rows.length > 0) moved += await step(rows);
+    if (rows.length < PAGE_ROWS) return { moved, finished: true };
     after = keyOf(rows[rows.length - 1]);
   }
-  return moved;
+  return { moved, finished: false };
 }
 
-/** Runs `step` for each row; one row's failure is logged and does not stop the others. Answers how many moved. */
 /**
  * Runs `step` on each row, one at a time; a row whose step throws is logged (with `idsOf` it) and left to the next
  * pass. Answers how many rows the steps moved.

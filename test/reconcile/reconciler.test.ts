@@ -138,6 +138,26 @@ describe('reconciler and honest cancels', function () {
     await assertMoneyConsistent(stack.db, accountId);
   });
 
+  it('reads only the completions since the last pass\'s horizon (a minute of margin), not a whole day every pass', async () => {
+    const { accountId } = await newAccount(stack.db, 20);
+    const announce = () => announceUnannouncedOutcomes(stack.db, stack.temporal, passConfig());
+    await announce();
+    const [{ horizon }] = await stack.db.query(`SELECT horizon FROM reconciler_progress WHERE pass = 'announcements'`);
+    // An unannounced completion from before the horizon (and its margin), with a subscriber and no workflow.
+    const actionId = await placeAction(stack.db, accountId);
+    await stack.db.query(`UPDATE actions SET status = 'completed', start_state = 'started', webhook_url = $2,
+                                 completed_at = $3::timestamptz - interval '2 minutes' WHERE id = $1`, [actionId, `${receiver.url}/behind/${accountId}`, horizon]);
+    await announce();
+    assert.equal((await stack.db.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE action_id = $1', [actionId]))[0].n, 0, 'behind the horizon: not read');
+    const [{ moved }] = await stack.db.query(`SELECT horizon >= $1 AS moved FROM reconciler_progress WHERE pass = 'announcements'`, [horizon]);
+    assert.equal(moved, true, 'the horizon only moves forward');
+    // With the horizon gone (a new database), a pass reads the last day again and finds it.
+    await stack.db.query(`DELETE FROM reconciler_progress WHERE pass = 'announcements'`);
+    assert.ok((await announce()) >= 1);
+    await stack.temporal.workflow.getHandle(announcementWorkflowId(actionId, 'completed')).result();
+    await eventually(async () => receiver.requests.filter((r) => r.path === `/behind/${accountId}`).length, (n) => n === 1);
+  });
+
   it('closes a pending delivery whose workflow an operator terminated (failed, redeliverable), and starts one whose workflow never started', async () => {
     const hanging = await startHttpsServer(() => undefined); // answers nothing: the attempt waits
     try {
