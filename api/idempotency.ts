@@ -72,12 +72,13 @@ export function send(ctx: Context, response: StoredResponse, replayed?: boolean)
  * claim to submit with, and whether the response was already sent.
  */
 export async function answerRepeat(
-  { db }: Pick<Services, 'db'>, ctx: Context, scope: string, body: unknown,
+  services: Pick<Services, 'db' | 'temporal'>, ctx: Context, scope: string, body: unknown,
 ): Promise<{ claim?: IdempotencyClaim; done: boolean }> {
+  const { db } = services;
   const claim = readIdempotencyKey(ctx, (ctx.state.caller as Caller).accountId, scope, body);
   let earlier = claim && (await findReplay(db, claim));
   if (earlier?.inFlight) {
-    if (!(await awaitStartSettled(db, claim!))) throw keyInFlight();
+    if (!(await awaitStartSettled(services, claim!))) throw keyInFlight();
     earlier = await findReplay(db, claim!);
   }
   if (earlier) send(ctx, earlier, true);

@@ -22,33 +22,28 @@ export interface FloorContext {
   /** An API key and one of its account's action ids, for the select floor. */
   apiKey: string;
   actionId: number;
-  /** The JSON body the service's accept is sent (the accept floor is sent the same bytes). */
-  photoBody: string;
+}
+
+/** The floor server (bench/floor-server.ts): bare Koa on a raw pool in its own process. */
+export async function startFloorServer(ctx: Pick<FloorContext, 'databaseUrl' | 'temporalAddress' | 'logDir'>): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const port = await freePort();
+  const server = await startBenchChild('floor-server.js', [ctx.databaseUrl, ctx.temporalAddress, String(port)], path.join(ctx.logDir, 'floor-server.log'));
+  return { url: `http://127.0.0.1:${port}`, pid: server.pid, stop: () => server.stop() };
 }
 
 /**
- * Bare Koa on a raw pool in its own process (bench/floor-server.ts): `floor.const`, the poll floor `floor.select`,
- * and the accept floor `floor.accept` (the key, one transaction, a bare start), its CPU measured as the service's is.
+ * The HTTP floors `floor.const` and `floor.select` (the poll floor). The accept floor is measured in turn with the
+ * service's accepts (bench/service.ts, measureAccept), on the same Temporal backend in the same state.
  */
 export async function measureHttpFloors(ctx: FloorContext, figures: Figures): Promise<void> {
-  const port = await freePort();
-  const server = await startBenchChild('floor-server.js', [ctx.databaseUrl, ctx.temporalAddress, String(port)], path.join(ctx.logDir, 'floor-server.log'));
+  const server = await startFloorServer(ctx);
   try {
     const { connections, durationSec, repeats } = ctx.settings;
     const headers = { Authorization: `Bearer ${ctx.apiKey}` };
-    const accept = {
-      url: `http://127.0.0.1:${port}/accept`, connections, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
-      headers: { ...headers, 'Content-Type': 'application/json' },
-    };
-    await warmUp({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec: 1, headers });
-    await warmUp({ ...accept, durationSec: 1 });
-    const subjects = { servicePids: [server.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+    await warmUp({ url: `${server.url}/select/${ctx.actionId}`, connections, durationSec: 1, headers });
     for (let r = 0; r < repeats; r++) {
-      recordLoad(figures, 'floor.const', await httpLoad({ url: `http://127.0.0.1:${port}/const`, connections, durationSec }));
-      recordLoad(figures, 'floor.select', await httpLoad({ url: `http://127.0.0.1:${port}/select/${ctx.actionId}`, connections, durationSec, headers }));
-      const { result, cpu } = await measureCpu(subjects, () => httpLoad({ ...accept, durationSec }));
-      recordLoad(figures, 'floor.accept', result);
-      recordCpu(figures, 'floor.accept', cpu, result.ok);
+      recordLoad(figures, 'floor.const', await httpLoad({ url: `${server.url}/const`, connections, durationSec }));
+      recordLoad(figures, 'floor.select', await httpLoad({ url: `${server.url}/select/${ctx.actionId}`, connections, durationSec, headers }));
     }
   } finally {
     await server.stop();

@@ -12,6 +12,7 @@ import { BENCH_HARNESS_FLAG } from '../src/config';
 import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, warmUp } from './load';
+import { startFloorServer } from './floors';
 import { measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
@@ -190,7 +191,7 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
     for (const target of ctx.settings.inFlightSteps) {
       const more = await inBatches(target - ids.length, 10, async () => (await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
       ids.push(...more);
-      const waiting = `TaskQueue = '${queue}' AND ExecutionStatus = 'Running' AND ActionStatus = 'processing' AND ActionId >= ${ids[0]}`;
+      const waiting = `TaskQueue = '${queue}' AND ExecutionStatus = 'Running' AND ActionStatus = 'processing'`; // the main phase's are closed
       await eventually(async () => (await temporal.workflow.count(waiting)).count, (n) => n === ids.length, 900_000, 200);
       await sleep(1500); // the last workflow tasks settle
       const rss = rssMiB(worker.pid);
@@ -204,31 +205,39 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
 }
 
 /**
- * POST /generate/photo accepted per second, 50 connections, each request with an `Idempotency-Key` of its own (as the
- * accept floor's), to a process of `mode` on a queue of its own: `api` (the API process alone: the workflows wait),
- * `all` (`npm start`'s one process, zero-cost renders) or `all-real` (`npm start`'s one process rendering for real
- * meanwhile, without the demo delay: renders must not starve accepting).
+ * POST /generate/photo accepted per second, 50 connections, each request with an `Idempotency-Key` of its own, to a
+ * process of `mode` on a queue of its own: `api` (the API process alone: the workflows wait), `all` (`npm start`'s
+ * one process, zero-cost renders) or `all-real` (`npm start`'s one process rendering for real meanwhile, without the
+ * demo delay: renders must not starve accepting). With `api`, the accept floor (bench/floor-server.ts) is measured
+ * in turn with it, repetition by repetition, so both meet the Temporal backend in the same state (a dev server's
+ * start costs more as its SQLite file fills with the workflows every phase leaves open).
  */
 export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | 'all-real', figures: Figures): Promise<void> {
   const s = ctx.settings;
   const real = mode === 'all-real';
   const service = await startService(ctx, real ? 'all' : mode, `${mode}-accept`, `bench-accept-${mode}`,
     real ? { LOCAL_RENDERER_COST: 'normal', LOCAL_RENDERER_DELAY_MS: '0' } : {});
+  const floor = mode === 'api' ? await startFloorServer({ databaseUrl: ctx.databaseUrl, temporalAddress: ctx.temporalAddress, logDir: path.join(ctx.dataDir, 'logs') }) : undefined;
   const key = `svc.post_${mode.replace('-', '_')}`;
   try {
     const account = await benchAccount(ctx.db, `bench accept ${mode}`);
-    const options = {
-      url: `${service.url}${V1}/generate/photo`, connections: s.connections, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
+    const load = (url: string) => ({
+      url, connections: s.connections, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
       headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
-    };
-    await warmUp({ ...options, durationSec: 1 });
-    const subjects = { servicePids: [service.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+    });
+    const database = new URL(ctx.databaseUrl).pathname.slice(1);
+    const measured: [string, ReturnType<typeof load>, number][] = [[key, load(`${service.url}${V1}/generate/photo`), service.pid]];
+    if (floor) measured.unshift(['floor.accept', load(`${floor.url}/accept`), floor.pid]);
+    for (const [, options] of measured) await warmUp({ ...options, durationSec: 1 });
     for (let r = 0; r < s.repeats; r++) {
-      const { result, cpu } = await measureCpu(subjects, () => httpLoad({ ...options, durationSec: s.durationSec }));
-      recordLoad(figures, key, result);
-      recordCpu(figures, key, cpu, result.ok);
+      for (const [figure, options, pid] of measured) {
+        const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ ...options, durationSec: s.durationSec }));
+        recordLoad(figures, figure, result);
+        recordCpu(figures, figure, cpu, result.ok);
+      }
     }
   } finally {
+    await floor?.stop();
     await service.stop();
   }
 }

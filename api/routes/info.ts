@@ -21,7 +21,7 @@ export function infoRoutes({ db }: ApiServices): Route[] {
       method: 'get', path: '/pricing', operationId: 'getPricing', tag: 'Information', summary: 'Current prices in sparks',
       responses: { 200: { description: 'The price list', schema: ref('Pricing') } },
       async handle(ctx) {
-        ctx.body = await readPriceList(db);
+        ctx.body = await readPriceList(db, { fresh: true }); // a change answers at once; generations price with it within PRICE_LIST_TTL_MS
       },
     },
     {

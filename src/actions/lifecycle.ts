@@ -5,6 +5,7 @@
  * transactions on one action therefore queue; they never deadlock.
  */
 import type { EntityManager } from 'typeorm';
+import type { CompoundStatement } from '../db/statement';
 import type { ActionProduct, ActionType } from '../db/entities/action';
 import { sqlRow } from '../db/sql';
 import { settleHold } from '../billing/sparks';
@@ -21,31 +22,34 @@ export type ActionEnd = { status: 'completed'; assetPath: string } | { status: '
 /** The message of an action whose workflow never started (Temporal unreachable, or the API died in between). */
 export const START_FAILED_MESSAGE = 'Generation was unavailable';
 
-/** A new card of a new generation, pending until its first action ends (in the transaction that accepts it). */
-export async function insertCard(
-  m: EntityManager, card: { accountId: number; projectId: number; contentType: 'photo' | 'video'; aspectRatio: string },
-): Promise<number> {
-  const row = await sqlRow(m,
-    `INSERT INTO cards (account_id, project_id, status, content_type, aspect_ratio) VALUES ($1, $2, 'pending', $3, $4) RETURNING id`,
-    [card.accountId, card.projectId, card.contentType, card.aspectRatio]);
-  return row!.id;
+/** A new card, or a new version of an existing one (an edit), as the accept statement places the action. */
+export type CardChoice = { kind: 'new'; id: number; contentType: 'photo' | 'video'; aspectRatio: string } | { kind: 'existing'; id: number };
+
+/**
+ * The `card` part of the accept statement (src/db/statement.ts): a new card in the statement's `project` (written
+ * only when the key was `claimed`), or the existing card of a new version. One row, the card's `id`.
+ */
+export function cardPart(statement: CompoundStatement, accountId: number, card: CardChoice): string {
+  const p = (value: unknown) => statement.param(value);
+  if (card.kind === 'existing') return `SELECT ${p(card.id)}::int AS id FROM claimed`;
+  return `INSERT INTO cards (id, account_id, project_id, status, content_type, aspect_ratio)
+    SELECT ${p(card.id)}, ${p(accountId)}, project.id, 'pending', ${p(card.contentType)}, ${p(card.aspectRatio)} FROM project, claimed RETURNING id`;
 }
 
 /**
- * A new action, `pending` and `starting` (its workflow not started yet), in the transaction that accepts it and
- * holds its price. Answers its id.
+ * The `action` part of the accept statement: the action, `pending` and `starting` (its workflow not started yet;
+ * its first step records it `started`), in the statement's `project` and `card`. One row, the action's `id`.
  */
-export async function insertAction(m: EntityManager, action: {
-  accountId: number; projectId: number; cardId: number; type: ActionType; product: ActionProduct; depth: number;
-  parentActionId: number | null; price: number; params: object; clientGroupId: string | null; webhookUrl: string | null; provider: string;
-}): Promise<number> {
-  const row = await sqlRow(m,
-    `INSERT INTO actions (account_id, project_id, card_id, type, product, status, start_state, depth, parent_action_id, price, params,
-                          client_group_id, webhook_url, provider)
-     VALUES ($1, $2, $3, $4, $5, 'pending', 'starting', $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-    [action.accountId, action.projectId, action.cardId, action.type, action.product, action.depth, action.parentActionId,
-      action.price, action.params, action.clientGroupId, action.webhookUrl, action.provider]);
-  return row!.id;
+export function actionPart(statement: CompoundStatement, action: {
+  id: number; accountId: number; type: ActionType; product: ActionProduct; depth: number; parentActionId: number | null; price: number;
+  params: object; clientGroupId: string | null; webhookUrl: string | null; provider: string;
+}): string {
+  const p = (value: unknown) => statement.param(value);
+  return `INSERT INTO actions (id, account_id, project_id, card_id, type, product, status, start_state, depth, parent_action_id, price, params,
+                        client_group_id, webhook_url, provider)
+    SELECT ${p(action.id)}, ${p(action.accountId)}, project.id, card.id, ${p(action.type)}, ${p(action.product)}, 'pending', 'starting', ${p(action.depth)},
+           ${p(action.parentActionId)}::int, ${p(action.price)}, ${p(JSON.stringify(action.params))}::jsonb, ${p(action.clientGroupId)}, ${p(action.webhookUrl)}, ${p(action.provider)}
+      FROM project, card RETURNING id`;
 }
 
 /**
@@ -112,7 +116,8 @@ async function releaseAndCloseLocked(
 /**
  * Gives up on an action whose workflow never started: it was never accepted, so its hold is released, it fails,
  * its job fails, and its Idempotency-Key is forgotten (a repeat is a new request). Only a start still in flight
- * (`starting`) is abandoned; whoever moves it first, the API's confirmation or this, wins.
+ * (`starting`) is abandoned; whoever moves it first wins: this, or the workflow's first step (`startAction`), or a
+ * confirmation that the workflow exists (the reconciler, a repeat of the action's Idempotency-Key).
  */
 export async function abandonStart(m: EntityManager, actionId: number): Promise<boolean> {
   await lockForSettlement(m, actionId);
@@ -123,7 +128,7 @@ export async function abandonStart(m: EntityManager, actionId: number): Promise<
   return true;
 }
 
-/** Marks an action's workflow as started; answers false when the start was abandoned meanwhile. */
+/** Records that an action's workflow exists (seen in Temporal); answers false when the start was abandoned meanwhile. */
 export async function confirmStart(m: EntityManager, actionId: number): Promise<boolean> {
   const row = await sqlRow(m,
     `UPDATE actions SET start_state = 'started' WHERE id = $1 AND start_state IN ('starting', 'started') RETURNING id`, [actionId]);
@@ -137,12 +142,13 @@ export type CompleteOutcome = 'completed' | 'cancelled';
 export interface JobFailure { jobId: string; status: 'failed' | 'dead_letter'; errorCode: string; retryable: boolean }
 
 /**
- * pending -> processing in the caller's transaction (the card too, while it has no completed version). Answers
- * `cancelled` (stop) when the action was cancelled or is already closed.
+ * pending -> processing in the caller's transaction (the card too, while it has no completed version), and its start
+ * recorded (`started`: its workflow runs, as this step shows). Answers `cancelled` (stop) when the action was
+ * cancelled or is already closed.
  */
 export async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
   const moved = await sqlRow(m,
-    `UPDATE actions SET status = 'processing', started_at = now(), updated_at = now()
+    `UPDATE actions SET status = 'processing', start_state = 'started', started_at = now(), updated_at = now()
       WHERE id = $1 AND status = 'pending' RETURNING card_id`, [actionId]);
   if (moved) {
     await m.query(`UPDATE cards SET status = 'processing', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [moved.card_id]);

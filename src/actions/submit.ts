@@ -1,22 +1,27 @@
 /**
- * The shared tail of every v1 generation and edit: claim the idempotency key, place the action (a new card, or a
- * new version of an existing card), hold its price, all in one transaction; after commit, start its workflow.
+ * The shared tail of every v1 generation and edit, v2 job and funnel card: claim the idempotency key, place the
+ * action (a new card, or a new version of an existing card), hold its price, all in one statement; after its
+ * commit, start the workflow.
  */
-import { actionsTotal, jobsTotal } from '../metrics/registry';
+import { createHash } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
+import { actionsTotal, jobsTotal } from '../metrics/registry';
 import type { ActionProduct, ActionType } from '../db/entities/action';
+import { idBlocks } from '../db/id-blocks';
+import { prepared, preparedRows } from '../db/prepared';
+import { CompoundStatement } from '../db/statement';
 import { requireProvider } from '../providers';
-import { abandonStart, confirmStart, insertAction, insertCard } from './lifecycle';
-import { holdSparks, InsufficientSparks, readBalance, transactionWithHolds } from '../billing/sparks';
+import { abandonStart, actionPart, cardPart, type CardChoice } from './lifecycle';
+import { countHeld, holdPart, InsufficientSparks, readBalance, refusingUncoveredHolds } from '../billing/sparks';
 import { log } from '../log';
 import { ProviderRoute, providerTaskQueue } from '../temporal/contract';
 import { startActionWorkflow, startJobWorkflow } from '../temporal/starts';
-import { insertJob, type JobType } from '../jobs/lifecycle';
+import { jobPart, type JobType } from '../jobs/lifecycle';
 import { generationUnavailable, insufficientTokens } from '../errors';
 import { CheckedImage, storeInputs } from '../generation/images';
-import { ProjectHints, resolveProject } from '../projects/grouping';
+import { chooseProject, projectPart, type ProjectChoice, type ProjectHints } from '../projects/grouping';
 import {
-  awaitStartSettled, claimKey, IdempotencyClaim, IdempotentReplay, keyInFlight, recordResponse, StoredResponse,
+  awaitStartSettled, claimPart, IdempotencyClaim, IdempotentReplay, keyInFlight, refusedClaim, StoredResponse,
 } from '../idempotency/keys';
 import type { Services, Caller } from '../services';
 import { checkWebhookUrl } from '../webhooks/urls';
@@ -53,13 +58,6 @@ export interface NewAction<R> {
 
 export interface PlacedAction { actionId: number; projectId: number; cardId: number }
 
-async function place(m: EntityManager, caller: Caller, placement: Placement) {
-  if (placement.kind === 'new-version') return { ...placement, parentActionId: placement.parentActionId as number | null };
-  const projectId = await resolveProject(m, caller, placement.projectId, placement.hints, placement.ownProject);
-  const cardId = await insertCard(m, { accountId: caller.accountId, projectId, contentType: placement.contentType, aspectRatio: placement.aspectRatio });
-  return { projectId, cardId, parentActionId: null, depth: 0 };
-}
-
 /** The provider that serves this product, and where its calls run. */
 function routeFor({ providers, config }: Pick<Services, 'providers' | 'config'>, product: ActionProduct): { name: string; route: ProviderRoute } {
   if (product === 'video') {
@@ -69,6 +67,31 @@ function routeFor({ providers, config }: Pick<Services, 'providers' | 'config'>,
   return { name: providers.image.name, route: { taskQueue: providerTaskQueue(config.taskQueue, providers.image.name) } };
 }
 
+/** The accept statement's card, project and ids, taken before it (ids from their sequences, ahead). */
+async function choosePlace(services: Services, spec: NewAction<unknown>) {
+  const { db } = services;
+  const ids = idBlocks(db);
+  const placement = spec.placement;
+  if (placement.kind === 'new-version') {
+    return {
+      project: { kind: 'existing', id: placement.projectId } as ProjectChoice, card: { kind: 'existing', id: placement.cardId } as CardChoice,
+      parentActionId: placement.parentActionId as number | null, depth: placement.depth, actionId: await ids.next('actions'),
+    };
+  }
+  const [project, cardId, actionId] = await Promise.all([
+    chooseProject(db, spec.caller, placement.projectId, placement.hints, placement.ownProject), ids.next('cards'), ids.next('actions'),
+  ]);
+  const card: CardChoice = { kind: 'new', id: cardId, contentType: placement.contentType, aspectRatio: placement.aspectRatio };
+  return { project, card, parentActionId: null, depth: 0, actionId };
+}
+
+/**
+ * Accepts the action in one statement, its own transaction (src/db/statement.ts): the Idempotency-Key claimed with
+ * the answer, the project (when new), the card (when new), the action as `starting`, its hold, its v2 job. A live
+ * claim of the key makes it write nothing (IdempotentReplay). Then, after the commit, it stores the images and
+ * starts the workflow. A route that records more with the accept (`alsoRecord`) runs the statement in a transaction
+ * of its own with that.
+ */
 async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise<StoredResponse> {
   const { db, temporal, config } = services;
   // Plainly unpaid: 402 without a write (and without the failed commit that would otherwise refuse it). The balance
@@ -79,39 +102,47 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
     if (spec.price > available) throw insufficientTokens(available, spec.price);
   }
   const provider = routeFor(services, spec.product);
-  const { placed, response } = await transactionWithHolds(db, spec.caller.accountId, spec.price, async (m) => {
-    if (spec.idempotency) await claimKey(m, spec.idempotency);
-    const where = await place(m, spec.caller, spec.placement);
-    const actionId = await insertAction(m, {
-      accountId: spec.caller.accountId, projectId: where.projectId, cardId: where.cardId, type: spec.type, product: spec.product,
-      depth: where.depth, parentActionId: where.parentActionId, price: spec.price, params: spec.params,
-      clientGroupId: spec.clientGroupId ?? null, webhookUrl: spec.webhookUrl ?? null, provider: provider.name,
+  const where = await choosePlace(services, spec);
+  const placed: PlacedAction = { actionId: where.actionId, projectId: where.project.id, cardId: where.card.id };
+  const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
+  const accountId = spec.caller.accountId;
+
+  const parts = new CompoundStatement();
+  parts.with('claimed', claimPart(parts, spec.idempotency, response, placed.actionId));
+  parts.with('project', projectPart(parts, spec.caller, where.project));
+  parts.with('card', cardPart(parts, accountId, where.card));
+  parts.with('action', actionPart(parts, {
+    id: placed.actionId, accountId, type: spec.type, product: spec.product, depth: where.depth, parentActionId: where.parentActionId,
+    price: spec.price, params: spec.params, clientGroupId: spec.clientGroupId ?? null, webhookUrl: spec.webhookUrl ?? null, provider: provider.name,
+  }));
+  parts.with('hold', holdPart(parts, accountId, spec.price));
+  if (spec.job) parts.with('job', jobPart(parts, { id: spec.job.id, accountId, type: spec.job.type, provider: provider.name }));
+  const text = parts.text('SELECT id FROM action');
+  const accepted = await refusingUncoveredHolds(db, accountId, spec.price, async () => {
+    if (!spec.alsoRecord) return (await preparedRows(db, prepared(`accept_${shapeOf(text)}`, text), parts.values)).length > 0;
+    return db.transaction(async (m) => {
+      const rows: unknown[] = await m.query(text, parts.values);
+      if (rows.length > 0) await spec.alsoRecord!(m, placed);
+      return rows.length > 0;
     });
-    await holdSparks(m, spec.caller.accountId, actionId, spec.price); // reserved as this transaction commits
-    if (spec.job) {
-      await insertJob(m, { id: spec.job.id, accountId: spec.caller.accountId, actionId, type: spec.job.type, provider: provider.name });
-    }
-    const placed: PlacedAction = { actionId, projectId: where.projectId, cardId: where.cardId };
-    if (spec.alsoRecord) await spec.alsoRecord(m, placed);
-    const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
-    if (spec.idempotency) await recordResponse(m, spec.idempotency, response, placed.actionId);
-    return { placed, response };
   }).catch((err) => {
     if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
     throw err;
   });
+  if (!accepted) throw await refusedClaim(db, spec.idempotency!);
+  countHeld(spec.product, spec.price);
 
-  // Committed as `starting`: the action is accepted only once its workflow has started and that is confirmed.
-  // Until then a repeat of its Idempotency-Key waits, and the reconciler abandons a start that never happened.
+  // Committed as `starting`: its workflow's first step records it `started`. Until then a repeat of its
+  // Idempotency-Key asks Temporal whether the workflow exists, and the reconciler abandons a start that never happened.
   try {
     await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
     if (spec.job) {
       await startJobWorkflow(temporal, config, {
-        jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId: spec.caller.accountId, provider: provider.route,
+        jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId, provider: provider.route,
       });
     } else {
       await startActionWorkflow(temporal, config.taskQueue, {
-        id: placed.actionId, accountId: spec.caller.accountId, type: spec.type, product: spec.product, provider: provider.route,
+        id: placed.actionId, accountId, type: spec.type, product: spec.product, provider: provider.route,
       });
     }
   } catch (err) {
@@ -124,17 +155,13 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
       }));
     throw generationUnavailable();
   }
-  // The workflow runs: unless the reconciler abandoned the start meanwhile, the answer is the stored one. If the
-  // confirmation itself fails (the database is away), the reconciler confirms it later: still the stored answer.
-  const confirmed = await confirmStart(db.manager, placed.actionId).catch((err) => {
-    log.warn('could not confirm a started workflow; the reconciler will', { actionId: placed.actionId, error: String(err) });
-    return true;
-  });
-  if (!confirmed) throw generationUnavailable();
   actionsTotal.inc({ product: spec.product, provider: provider.name, outcome: 'accepted' });
   if (spec.job) jobsTotal.inc({ type: spec.job.type, outcome: 'accepted' });
   return response;
 }
+
+/** A short name for an accept statement's shape (a prepared statement per shape: claim or not, new or existing rows, job or not). */
+const shapeOf = (text: string): string => createHash('sha1').update(text).digest('hex').slice(0, 12);
 
 /** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
 export async function submitAction<R>(services: Services, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
@@ -148,7 +175,7 @@ export async function submitAction<R>(services: Services, spec: NewAction<R>): P
       if (!err.inFlight) return { ...err.response, replayed: true };
       // The first request with this key committed but has not started its workflow yet: wait for it to settle,
       // then answer as it ended (its stored answer, or a fresh try when it was abandoned).
-      if (round >= 2 || !(await awaitStartSettled(services.db, spec.idempotency!))) throw keyInFlight();
+      if (round >= 2 || !(await awaitStartSettled(services, spec.idempotency!))) throw keyInFlight();
     }
   }
 }

@@ -11,13 +11,30 @@ export interface PriceList {
 /** Extra sparks for a 4K photo on top of `generation` (the contract's "4K + 2"). */
 export const FOUR_K_SURCHARGE = 2;
 
-/** Read on every generation request (it sets the hold), so a lean prepared read; the row always exists. */
 const PRICE_LIST = prepared('price_list', 'SELECT generation, improvement, video_5sec, video_10sec FROM pricing WHERE id = 1');
 
-export async function readPriceList(db: DataSource): Promise<PriceList> {
-  const row = await preparedRow<PriceList>(db, PRICE_LIST, []);
-  if (!row) throw new Error('the pricing row is missing');
-  return row;
+/** How long a process uses the price list it read: an operator's change of the `pricing` row applies within this. */
+export const PRICE_LIST_TTL_MS = 5_000;
+
+const cached = new WeakMap<DataSource, { at: number; prices: Promise<PriceList> }>();
+
+/**
+ * The price list, read at most every PRICE_LIST_TTL_MS per process: every generation request prices itself with it
+ * (the hold it makes is the price), and a read per request would be a round trip per request for a row that changes
+ * rarely (`npm run admin -- pricing:set`). A failed read is not kept. `fresh`: read now (what GET /pricing answers).
+ */
+export function readPriceList(db: DataSource, options: { fresh?: boolean } = {}): Promise<PriceList> {
+  const hit = cached.get(db);
+  if (hit && !options.fresh && Date.now() - hit.at < PRICE_LIST_TTL_MS) return hit.prices;
+  const prices = preparedRow<PriceList>(db, PRICE_LIST, []).then((row) => {
+    if (!row) throw new Error('the pricing row is missing');
+    return row;
+  });
+  cached.set(db, { at: Date.now(), prices });
+  prices.catch(() => {
+    if (cached.get(db)?.prices === prices) cached.delete(db);
+  });
+  return prices;
 }
 
 export function photoPrice(prices: PriceList, resolution: string): number {

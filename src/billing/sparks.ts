@@ -8,6 +8,7 @@
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import { prepared, preparedRow } from '../db/prepared';
+import type { CompoundStatement } from '../db/statement';
 import { sqlRow } from '../db/sql';
 import { afterCommit } from '../db/after-commit';
 import { sparksCharged, sparksHeld, sparksReleased } from '../metrics/registry';
@@ -36,9 +37,17 @@ export async function readBalance(db: DataSource, accountId: number): Promise<Ba
  * them, the commit fails, nothing of the transaction is kept, and this throws InsufficientSparks (`required` is
  * what the caller held; `available` is read after the rollback).
  */
-export async function transactionWithHolds<T>(db: DataSource, accountId: number, required: number, work: (m: EntityManager) => Promise<T>): Promise<T> {
+export function transactionWithHolds<T>(db: DataSource, accountId: number, required: number, work: (m: EntityManager) => Promise<T>): Promise<T> {
+  return refusingUncoveredHolds(db, accountId, required, () => db.transaction(work));
+}
+
+/**
+ * Runs `commit`, a transaction or a single statement that makes holds of `accountId` reserved at its commit; an
+ * uncovered one fails the commit, and this throws InsufficientSparks instead (see transactionWithHolds).
+ */
+export async function refusingUncoveredHolds<T>(db: DataSource, accountId: number, required: number, commit: () => Promise<T>): Promise<T> {
   try {
-    return await db.transaction(work);
+    return await commit();
   } catch (err) {
     const e = err as { code?: string; constraint?: string };
     if (e.code !== '23514' || e.constraint !== 'accounts_held_covered') throw err;
@@ -57,6 +66,21 @@ export async function holdSparks(manager: EntityManager, accountId: number, acti
     [accountId, actionId, amount],
   );
   afterCommit(manager, () => sparksHeld.inc({ product: held?.product ?? 'unknown' }, amount));
+}
+
+/**
+ * The `hold` part of the accept statement (src/db/statement.ts): the hold of the statement's `action`, reserved as
+ * the statement commits (see transactionWithHolds; an uncovered hold fails the whole statement). Count it with
+ * `countHeld` once the statement has committed.
+ */
+export function holdPart(statement: CompoundStatement, accountId: number, amount: number): string {
+  return `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit)
+    SELECT ${statement.param(accountId)}, action.id, ${statement.param(amount)}, 'held', true FROM action RETURNING action_id`;
+}
+
+/** Counts a hold made by a committed accept statement into the held-sparks metric. */
+export function countHeld(product: string, amount: number): void {
+  sparksHeld.inc({ product }, amount);
 }
 
 /**

@@ -4,7 +4,12 @@
  * serialise on the key's primary key: the second waits, then reads the first one's answer. Reading the header and
  * answering a repeat over HTTP is `api/idempotency.ts`.
  */
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
+import type { CompoundStatement } from '../db/statement';
+import { confirmStart } from '../actions/lifecycle';
+import { actionWorkflowId, jobWorkflowId } from '../temporal/contract';
+import { workflowState } from '../temporal/workflow-state';
+import type { Services } from '../services';
 import { sqlRow } from '../db/sql';
 import { IDEMPOTENCY_WINDOW_SECONDS } from '../housekeeping/retention';
 import { AppError, generationUnavailable } from '../errors';
@@ -28,7 +33,10 @@ export class IdempotentReplay extends Error {
   }
 }
 
-interface KeyRow { request_hash: string; response_status: number; response_body: unknown; start_state: string | null }
+interface KeyRow {
+  request_hash: string; response_status: number; response_body: unknown;
+  action_id: number | null; start_state: string | null; job_id: string | null;
+}
 
 /** The stored answer, unless the first request's workflow start is still in flight (then it is not an answer yet). */
 function replayOrConflict(claim: IdempotencyClaim, row: KeyRow): StoredResponse & { inFlight: boolean } {
@@ -38,8 +46,8 @@ function replayOrConflict(claim: IdempotencyClaim, row: KeyRow): StoredResponse 
   return { status: row.response_status, body: row.response_body, inFlight: row.start_state === 'starting' };
 }
 
-const KEY_ROW = `SELECT k.request_hash, k.response_status, k.response_body, a.start_state
-                   FROM idempotency_keys k LEFT JOIN actions a ON a.id = k.action_id
+const KEY_ROW = `SELECT k.request_hash, k.response_status, k.response_body, k.action_id, a.start_state, j.id AS job_id
+                   FROM idempotency_keys k LEFT JOIN actions a ON a.id = k.action_id LEFT JOIN jobs j ON j.action_id = k.action_id
                   WHERE k.account_id = $1 AND k.scope = $2 AND k.key = $3`;
 
 /** The stored response of a fresh earlier request with this key, if any (the cheap check before any work). */
@@ -50,42 +58,50 @@ export async function findReplay(db: DataSource, claim: IdempotencyClaim): Promi
 }
 
 /**
- * Waits (briefly) while the first request with this key is still starting its workflow: it ends confirmed (its
- * answer stands) or abandoned (the key is forgotten). Answers once either happened, false after `timeoutMs`.
+ * Waits (briefly) while the first request with this key may still be starting its workflow. Its action is accepted
+ * once the workflow exists: Temporal is asked, and the answer recorded (`started`) so nobody asks again. It may also
+ * be abandoned (the key is forgotten: a repeat is a new request). Answers once either happened, false after
+ * `timeoutMs`.
  */
-export async function awaitStartSettled(db: DataSource, claim: IdempotencyClaim, timeoutMs = 10_000): Promise<boolean> {
+export async function awaitStartSettled({ db, temporal }: Pick<Services, 'db' | 'temporal'>, claim: IdempotencyClaim, timeoutMs = 10_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const row = await sqlRow<KeyRow>(db.manager, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
     if (!row || row.start_state !== 'starting') return true;
+    const workflowId = row.job_id ? jobWorkflowId(row.job_id) : actionWorkflowId(row.action_id!);
+    if ((await workflowState(temporal, workflowId)).kind !== 'missing') {
+      await confirmStart(db.manager, row.action_id!);
+      return true;
+    }
     if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
 /**
- * Claims the key in the caller's transaction (taking over an expired claim), or throws IdempotentReplay with the
- * first response. A concurrent first request makes this wait until it commits or rolls back.
+ * The claim of the key, as the first part (`claimed`) of the statement that accepts the action: it takes the key
+ * (or an expired claim of it) with the answer and the action it is about, and answers one row; a live claim of the
+ * key answers none, and the statement's other parts, which read `claimed`, then write nothing. A concurrent first
+ * request with the key makes it wait until that one commits or rolls back. Without a key, `claimed` is one row.
  */
-export async function claimKey(m: EntityManager, claim: IdempotencyClaim): Promise<void> {
-  const claimed = await sqlRow(m,
-    `INSERT INTO idempotency_keys AS k (account_id, scope, key, request_hash, response_status, response_body)
-     VALUES ($1, $2, $3, $4, 0, 'null')
-     ON CONFLICT (account_id, scope, key) DO UPDATE
-        SET request_hash = EXCLUDED.request_hash, response_status = 0, response_body = 'null', created_at = now()
-      WHERE k.created_at <= now() - make_interval(secs => $5)
-     RETURNING key`,
-    [claim.accountId, claim.scope, claim.key, claim.requestHash, IDEMPOTENCY_WINDOW_SECONDS]);
-  if (claimed) return;
-  const row = await sqlRow<KeyRow>(m, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
-  const { inFlight, ...response } = replayOrConflict(claim, row!);
-  throw new IdempotentReplay(response, inFlight);
+export function claimPart(statement: CompoundStatement, claim: IdempotencyClaim | undefined, response: StoredResponse, actionId: number): string {
+  if (!claim) return 'SELECT 1 AS claimed';
+  const p = (value: unknown) => statement.param(value);
+  return `INSERT INTO idempotency_keys AS k (account_id, scope, key, request_hash, response_status, response_body, action_id)
+    VALUES (${p(claim.accountId)}, ${p(claim.scope)}, ${p(claim.key)}, ${p(claim.requestHash)}, ${p(response.status)}, ${p(JSON.stringify(response.body))}::jsonb, ${p(actionId)})
+    ON CONFLICT (account_id, scope, key) DO UPDATE
+       SET request_hash = EXCLUDED.request_hash, response_status = EXCLUDED.response_status, response_body = EXCLUDED.response_body,
+           action_id = EXCLUDED.action_id, created_at = now()
+     WHERE k.created_at <= now() - make_interval(secs => ${p(IDEMPOTENCY_WINDOW_SECONDS)})
+    RETURNING 1 AS claimed`;
 }
 
-/** Stores the answer with the action it is about, in the transaction that created the action. */
-export async function recordResponse(m: EntityManager, claim: IdempotencyClaim, response: StoredResponse, actionId: number): Promise<void> {
-  await m.query('UPDATE idempotency_keys SET response_status = $4, response_body = $5, action_id = $6 WHERE account_id = $1 AND scope = $2 AND key = $3',
-    [claim.accountId, claim.scope, claim.key, response.status, JSON.stringify(response.body), actionId]);
+/** Why a claim took nothing: the first request's answer (IdempotentReplay), or 409 for another request with the key. */
+export async function refusedClaim(db: DataSource, claim: IdempotencyClaim): Promise<IdempotentReplay> {
+  const row = await sqlRow<KeyRow>(db.manager, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
+  if (!row) return new IdempotentReplay({ status: 0, body: null }, true); // forgotten meanwhile (an abandoned start): try again
+  const { inFlight, ...response } = replayOrConflict(claim, row);
+  return new IdempotentReplay(response, inFlight);
 }
 
 /** 503 for a repeat whose first request has committed but not settled its workflow start within the wait. */

@@ -1,5 +1,6 @@
 /** v2 job vocabulary: statuses, phases, the polling hints derived from them, and the one conditional move of a job. */
 import type { EntityManager } from 'typeorm';
+import type { CompoundStatement } from '../db/statement';
 import { sqlRow, sqlRows } from '../db/sql';
 import { afterCommit } from '../db/after-commit';
 import { jobsTotal } from '../metrics/registry';
@@ -82,12 +83,11 @@ export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMo
   return Boolean(moved);
 }
 
-/** The job of a new action, in the transaction that accepts it (queued until its workflow claims it). */
-export async function insertJob(
-  m: EntityManager, job: { id: string; accountId: number; actionId: number; type: JobType; provider: string },
-): Promise<void> {
-  await m.query(`INSERT INTO jobs (id, account_id, action_id, type, status, phase, provider) VALUES ($1, $2, $3, $4, 'queued', 'queued', $5)`,
-    [job.id, job.accountId, job.actionId, job.type, job.provider]);
+/** The `job` part of the accept statement (src/db/statement.ts): the v2 job of the statement's `action`, queued. */
+export function jobPart(statement: CompoundStatement, job: { id: string; accountId: number; type: JobType; provider: string }): string {
+  const p = (value: unknown) => statement.param(value);
+  return `INSERT INTO jobs (id, account_id, action_id, type, status, phase, provider)
+    SELECT ${p(job.id)}::uuid, ${p(job.accountId)}, action.id, ${p(job.type)}, 'queued', 'queued', ${p(job.provider)} FROM action RETURNING id`;
 }
 
 /** After a success's webhooks are started: the last phase, for a job that is already `succeeded`. */

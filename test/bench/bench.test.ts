@@ -33,7 +33,7 @@ describe('benchmark harness (smoke)', function () {
       const dataDir = path.join(os.tmpdir(), `imagery-bench-smoke-${process.pid}`);
       const figures: Figures = {};
       const body = await photoBody();
-      const floorCtx = { settings, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, logDir: dataDir, apiKey, actionId, photoBody: body };
+      const floorCtx = { settings, databaseUrl: env.databaseUrl, temporalAddress: env.temporalAddress, logDir: dataDir, apiKey, actionId };
       await measureHttpFloors(floorCtx, figures);
       await measureWorkflowFloors(floorCtx, figures);
       const ctx: ServiceContext = {

@@ -25,10 +25,12 @@ async function orphanWorkflows(temporal: Client, actions: { id: number; status: 
   if (actions.length === 0) return [];
   const status = new Map(actions.map((x) => [x.id, x.status]));
   const found: string[] = [];
-  const query = `ExecutionStatus = 'Running' AND ActionId IN (${actions.map((x) => x.id).join(', ')})`;
+  // An action's workflow is found by its id (action-<id>), a job's by its ActionId search attribute.
+  const ids = actions.map((x) => x.id);
+  const query = `ExecutionStatus = 'Running' AND (WorkflowId IN (${ids.map((id) => `'${actionWorkflowId(id)}'`).join(', ')}) OR ActionId IN (${ids.join(', ')}))`;
   for await (const wf of temporal.workflow.list({ query })) {
     if (!/^(action|job)-/.test(wf.workflowId)) continue; // deliveries and announcements outlive their action by design
-    const actionId = Number(wf.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId));
+    const actionId = wf.workflowId.startsWith('action-') ? Number(wf.workflowId.slice('action-'.length)) : Number(wf.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId));
     const open = ['pending', 'processing'].includes(status.get(actionId) ?? '');
     if (open) continue;
     const state = await workflowState(temporal, wf.workflowId);

@@ -274,23 +274,41 @@ describe('reconciler and honest cancels', function () {
     const headers = { 'Idempotency-Key': `in-flight-${accountId}` };
     const first = await call('POST', `${V1}/generate/photo`, photo(), headers);
     assert.equal(first.status, 200);
-    // Put the first request back between its commit and its start, as if its start were still under way.
-    await stack.db.query(`UPDATE actions SET start_state = 'starting' WHERE id = $1`, [first.body.action_id]);
+    // The key as a first request leaves it between its commit and its start: its action `starting`, no workflow of
+    // it in Temporal yet (an action of its own, with a hold, that no workflow was started for).
+    const inFlight = await placeAction(stack.db, accountId, { hold: 5 });
+    await stack.db.query(`UPDATE actions SET start_state = 'starting' WHERE id = $1`, [inFlight]);
+    await stack.db.query(`UPDATE idempotency_keys SET action_id = $2, response_body = jsonb_set(response_body, '{action_id}', to_jsonb($2::int))
+                           WHERE account_id = $1 AND key = $3`, [accountId, inFlight, headers['Idempotency-Key']]);
     await terminate(actionWorkflowId(first.body.action_id));
-
     const repeat = call('POST', `${V1}/generate/photo`, photo(), headers);
     await eventually(async () => (await stack.db.query(
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%LEFT JOIN actions a ON a.id = k.action_id%' AND pid <> pg_backend_pid()`))[0].n,
     (n) => n > 0);
-    await stack.db.transaction((m) => abandonStart(m, first.body.action_id)); // what the 503's compensation does
+    await stack.db.transaction((m) => abandonStart(m, inFlight)); // what the 503's compensation does
     const answer = await repeat;
     assert.equal(answer.status, 200);
-    assert.notEqual(answer.body.action_id, first.body.action_id, 'not the stored answer of a request that did not go through');
+    assert.ok(![first.body.action_id, inFlight].includes(answer.body.action_id), 'not the stored answer of a request that did not go through');
     assert.equal(answer.headers.get('idempotent-replayed'), null);
-    assert.equal((await actionRow(first.body.action_id)).status, 'failed');
-    assert.equal((await call('GET', `${V1}/balance`)).body.holds, 5, 'only the new request holds');
+    assert.equal((await actionRow(inFlight)).status, 'failed');
+    assert.equal((await call('GET', `${V1}/balance`)).body.holds, 10, 'the first request (whose workflow was terminated) and the new one hold; the abandoned one not');
     await assertMoneyConsistent(stack.db, accountId);
     await terminate(actionWorkflowId(answer.body.action_id));
+  });
+
+  it('a repeat of an Idempotency-Key whose first request\'s workflow exists, its start not yet recorded, answers the first answer and records the start', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    const call = apiClient(stack.baseUrl, apiKey);
+    const headers = { 'Idempotency-Key': `started-${accountId}` };
+    const first = await call('POST', `${V1}/generate/photo`, photo(), headers);
+    assert.equal(first.status, 200);
+    // Accepted and started, its first step not run yet (no worker has taken it): `starting` until then.
+    await stack.db.query(`UPDATE actions SET start_state = 'starting' WHERE id = $1`, [first.body.action_id]);
+    const repeat = await call('POST', `${V1}/generate/photo`, photo(), headers);
+    assert.deepEqual([repeat.status, repeat.headers.get('idempotent-replayed'), repeat.body], [200, 'true', first.body]);
+    assert.equal((await actionRow(first.body.action_id)).start_state, 'started', 'Temporal\'s answer recorded');
+    assert.equal((await call('GET', `${V1}/balance`)).body.holds, 5);
+    await terminate(actionWorkflowId(first.body.action_id));
   });
 
   it('a v2 cancel and a failing workflow step on the same action queue on their locks instead of deadlocking', async () => {

@@ -71,7 +71,8 @@ describe('actionWorkflow (dev server)', function () {
       const description = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).describe();
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionStatus), 'completed');
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.accountId), accountId);
-      assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId), actionId);
+      assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionType), 'generate');
+      assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId), undefined, 'the id is in the workflow id: no index write for it');
     });
 
     it('tells its story step by step: start, provider call on its queue, finalisation, deliveries', async () => {
