@@ -6,7 +6,7 @@
  */
 import {
   type ActionEnd, cancelRendered, type CompleteOutcome, completeRendered, endUnrendered, failRendered, type JobFailure, type StartOutcome,
-  startWithJob,
+  startAction, startWithJob,
 } from '../src/actions/lifecycle';
 import type { ActivityDeps } from './deps';
 
@@ -17,7 +17,8 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
      * was cancelled or is already closed, or its job already ended.
      */
     async startProcessing(actionId: number, jobId?: string): Promise<StartOutcome> {
-      return db.transaction((m) => startWithJob(m, actionId, jobId));
+      // A v1 action's start is one statement, its own transaction; a job's moves with it in one transaction.
+      return jobId ? db.transaction((m) => startWithJob(m, actionId, jobId)) : startAction(db.manager, actionId);
     },
 
     /**
@@ -25,7 +26,8 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
      * job, if given, to succeeded/postprocessing.
      */
     async completeAction(actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
-      return db.transaction((m) => completeRendered(m, actionId, assetPath, jobId));
+      // A v1 action's charge and completion are one statement, its own transaction; a job's moves with them in one.
+      return jobId ? db.transaction((m) => completeRendered(m, actionId, assetPath, jobId)) : completeRendered(db.manager, actionId, assetPath);
     },
 
     /** Releases the hold and marks the action cancelled (a cancel that reached a running render). */

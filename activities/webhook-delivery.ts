@@ -4,8 +4,7 @@
  */
 import { webhookAttempts, webhookDeliveries } from '../src/metrics/registry';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { deliveryTargetOf } from '../src/actions/store';
-import { DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, eventFor, isPermanentRefusal, signature, WebhookPayload } from '../src/webhooks/events';
+import { DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, EVENTS_BY_TYPE, isPermanentRefusal, signature, WebhookPayload } from '../src/webhooks/events';
 import {
   closeExhaustedDelivery, deliveryToSend, planDeliveryRows, recordAttempt, skipDelivery,
 } from '../src/webhooks/store';
@@ -28,9 +27,7 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
   return {
     /** The deliveries of an action's outcome: each subscribed active webhook, and the ad-hoc URL if any. */
     async planDeliveries(actionId: number, outcome: 'completed' | 'failed'): Promise<DeliveryPlan> {
-      const action = await deliveryTargetOf(db.manager, actionId);
-      if (!action) throw new Error(`action ${actionId} not found`);
-      const rows = await planDeliveryRows(db, action, eventFor(action.type, outcome));
+      const rows = await planDeliveryRows(db, actionId, outcome, EVENTS_BY_TYPE);
       return {
         deliveries: rows.map((r) => ({ deliveryId: r.id, event: r.event, maxAttempts: r.max_attempts, registered: r.webhook_id !== null })),
         retryInitialMs: webhookRetryInitialMs,

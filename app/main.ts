@@ -4,6 +4,8 @@
  */
 import { ActionEventHub } from '../api/live/action-event-hub';
 import http from 'node:http';
+import os from 'node:os';
+import sharp from 'sharp';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { createApp } from '../api/app';
@@ -48,8 +50,25 @@ async function resolveTemporal(config: ReturnType<typeof loadConfig>, mode: Mode
   return { address: devServer.address, devServer };
 }
 
+/**
+ * In `all` mode the local renderer shares the process (and the machine) with the API: its renders run at most one
+ * fewer at a time than there are cores (`LOCAL_MAX_CONCURRENCY` decides when set), each on one libvips thread, so
+ * that a burst of renders never takes every core from accepting requests; the rest wait on its task queue.
+ */
+function rendersBelowTheCores(config: ReturnType<typeof loadConfig>): ReturnType<typeof loadConfig>['providerLimits'] {
+  const cores = os.availableParallelism();
+  if (process.env.LOCAL_MAX_CONCURRENCY === undefined) sharp.concurrency(1);
+  return (name) => {
+    const limits = config.providerLimits(name);
+    if (name !== 'local' || process.env.LOCAL_MAX_CONCURRENCY !== undefined) return limits;
+    return { ...limits, maxConcurrent: Math.max(1, Math.min(limits.maxConcurrent, cores - 1)) };
+  };
+}
+
 async function main(mode: Mode): Promise<void> {
   const config = loadConfig();
+  // libvips' operation cache keeps recent images for reuse; every image here is new, so it would only hold memory.
+  sharp.cache(false);
   // Before any client, worker or app is made: they add tracing's interceptors and middleware only when it is on.
   if (config.otlpEndpoint) {
     // Required here only: with tracing off, the SDK and the exporter are never loaded.
@@ -86,8 +105,8 @@ async function main(mode: Mode): Promise<void> {
     const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
     const { main: servesMain, providers: providerNames } = queues!;
     const connection = await connectWorker(address);
-    if (servesMain) workers.push((await createWorker({ ...setup, connection })).worker);
-    workers.push(...(await createProviderWorkers(setup, connection, providerNames, config.providerLimits)));
+    if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);
+    workers.push(...(await createProviderWorkers(setup, connection, providerNames, mode === 'all' ? rendersBelowTheCores(config) : config.providerLimits)));
     workerRun = Promise.all(workers.map((w) => w.run()));
     if (servesMain) {
       // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.

@@ -38,7 +38,22 @@ export interface WorkerSetup {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** A connection to share with other workers of the process; by default one is opened. */
   connection?: NativeConnection;
+  /**
+   * Yield to the API in the same process (`all` mode): workflow tasks and local activities take slots beyond their
+   * minimum only while the machine's CPU is under half busy, so a burst of requests is accepted first and its jobs
+   * run after (Temporal's resource-based tuner).
+   */
+  yieldToApi?: boolean;
 }
+
+/** The main worker's slots in `all` mode (see WorkerSetup.yieldToApi). */
+export const YIELDING_TUNER: WorkerOptions['tuner'] = {
+  tunerOptions: { targetCpuUsage: 0.5, targetMemoryUsage: 0.8 },
+  workflowTaskSlotOptions: { minimumSlots: 2, maximumSlots: 200 },
+  activityTaskSlotOptions: { minimumSlots: 1, maximumSlots: 200 },
+  localActivityTaskSlotOptions: { minimumSlots: 1, maximumSlots: 200 },
+  nexusTaskSlotOptions: { minimumSlots: 1, maximumSlots: 10 },
+};
 
 /** The main queue's name in `WORKER_QUEUES`: workflows and bookkeeping activities. */
 export const MAIN_QUEUE = 'main';
@@ -136,6 +151,7 @@ export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker
     ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities(setup.deps),
     shutdownGraceTime: '20 seconds',
+    ...(setup.yieldToApi ? { tuner: YIELDING_TUNER } : {}),
     ...tracingOptions(true),
   });
   return { worker, connection };

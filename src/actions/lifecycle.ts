@@ -5,10 +5,10 @@
  * transactions on one action therefore queue; they never deadlock.
  */
 import type { EntityManager } from 'typeorm';
-import type { CompoundStatement } from '../db/statement';
+import { CompoundStatement } from '../db/statement';
 import type { ActionProduct, ActionType } from '../db/entities/action';
 import { sqlRow } from '../db/sql';
-import { settleHold } from '../billing/sparks';
+import { chargeParts, countCharged, settleHold } from '../billing/sparks';
 import { afterCommit } from '../db/after-commit';
 import { actionsTotal } from '../metrics/registry';
 import { closeJobOfAction, moveJobRecord } from '../jobs/lifecycle';
@@ -147,13 +147,16 @@ export interface JobFailure { jobId: string; status: 'failed' | 'dead_letter'; e
  * cancelled or is already closed.
  */
 export async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
+  // One statement (its own transaction when the caller has none): the action, then its card, in the house order.
   const moved = await sqlRow(m,
-    `UPDATE actions SET status = 'processing', start_state = 'started', started_at = now(), updated_at = now()
-      WHERE id = $1 AND status = 'pending' RETURNING card_id`, [actionId]);
-  if (moved) {
-    await m.query(`UPDATE cards SET status = 'processing', updated_at = now() WHERE id = $1 AND active_action_id IS NULL`, [moved.card_id]);
-    return 'started';
-  }
+    `WITH moved AS (
+       UPDATE actions SET status = 'processing', start_state = 'started', started_at = now(), updated_at = now()
+        WHERE id = $1 AND status = 'pending' RETURNING card_id
+     ), card AS (
+       UPDATE cards c SET status = 'processing', updated_at = now() FROM moved WHERE c.id = moved.card_id AND c.active_action_id IS NULL
+     )
+     SELECT count(*)::int AS n FROM moved`, [actionId]);
+  if (moved!.n > 0) return 'started';
   const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
   if (!current) throw new Error(`action ${actionId} not found`);
   // A retried start finds it processing: go on. Cancelled, or already closed (a duplicate or late
@@ -167,21 +170,29 @@ export async function startAction(m: EntityManager, actionId: number): Promise<S
  * (a cancel, or a start the API gave up on), closing the action as such.
  */
 export async function completeRendered(m: EntityManager, actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
-  const settled = await settleHold(m, actionId, 'charged');
-  if (settled === 'released') {
-    // Released meanwhile (cancelled, or failed by the API when the start looked lost): close it as such.
-    await closeAction(m, actionId, 'cancelled', null);
-    return 'cancelled';
-  }
-  const done = await sqlRow(m,
-    `UPDATE actions SET status = 'completed', asset_path = $2, completed_at = now(), updated_at = now()
-      WHERE id = $1 AND status IN ('pending', 'processing') RETURNING card_id, product, provider`, [actionId, assetPath]);
-  if (done) {
-    afterCommit(m, () => actionsTotal.inc({ product: done.product, provider: done.provider ?? 'none', outcome: 'completed' }));
-    await m.query(
-      `UPDATE cards SET status = 'completed', updated_at = now(),
-              active_action_id = GREATEST(COALESCE(active_action_id, 0), $2)
-        WHERE id = $1`, [done.card_id, actionId]);
+  // One statement (its own transaction when the caller has none): the hold charged first (what every settlement of
+  // the action locks first), then the account and the ledger, the action, its card.
+  const statement = new CompoundStatement();
+  const action = statement.param(actionId);
+  chargeParts(statement, action);
+  statement.with('done', `UPDATE actions SET status = 'completed', asset_path = ${statement.param(assetPath)}, completed_at = now(), updated_at = now()
+     WHERE id = ${action} AND status IN ('pending', 'processing') AND EXISTS (SELECT 1 FROM charged) RETURNING card_id, product, provider`);
+  statement.with('card', `UPDATE cards c SET status = 'completed', updated_at = now(), active_action_id = GREATEST(COALESCE(c.active_action_id, 0), ${action})
+     FROM done WHERE c.id = done.card_id`);
+  const row = await sqlRow(m, statement.text('SELECT (SELECT amount FROM charged) AS amount, done.product, done.provider FROM (SELECT 1) one LEFT JOIN done ON true'),
+    statement.values);
+  if (row?.amount !== null && row?.amount !== undefined) {
+    countCharged(m, row.product, row.amount);
+    if (row.product) afterCommit(m, () => actionsTotal.inc({ product: row.product, provider: row.provider ?? 'none', outcome: 'completed' }));
+  } else {
+    // Charged by an earlier attempt, or released meanwhile (cancelled, or failed by the API when the start looked
+    // lost): then close it as such, in a transaction of its own unless the caller has one.
+    const closeIfReleased = async (t: EntityManager) => {
+      if ((await settleHold(t, actionId, 'charged')) !== 'released') return false;
+      await closeAction(t, actionId, 'cancelled', null);
+      return true;
+    };
+    if (await (m.queryRunner?.isTransactionActive ? closeIfReleased(m) : m.transaction(closeIfReleased))) return 'cancelled';
   }
   if (jobId) await moveJobRecord(m, jobId, { status: 'succeeded', phase: 'postprocessing', retryable: false });
   return 'completed';

@@ -21,8 +21,7 @@ import type { DataSource } from 'typeorm';
 import { ADVISORY_LOCKS, CONNECTION_SETTINGS, databaseUrlOf } from '../db/data-source';
 import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from './lifecycle';
 import { sqlRows } from '../db/sql';
-import { ACTION_TYPES } from '../db/entities/action';
-import { eventFor } from '../webhooks/events';
+import { EVENTS_BY_TYPE } from '../webhooks/events';
 import { log } from '../log';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
 import { startAnnouncement, startDeliveryWorkflow } from '../temporal/starts';
@@ -96,7 +95,7 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
 }
 
 /** Each action type's events by outcome, as JSON for the query below: `{"photo": {"completed": ..., "failed": ...}}`. */
-const EVENTS = JSON.stringify(Object.fromEntries(ACTION_TYPES.map((type) => [type, { completed: eventFor(type, 'completed'), failed: eventFor(type, 'failed') }])));
+const EVENTS = JSON.stringify(EVENTS_BY_TYPE);
 
 /** How far behind its last horizon a pass looks again: a completion committed late (a long transaction) is not missed. */
 const HORIZON_MARGIN_SECONDS = 60;

@@ -75,7 +75,3 @@ export function versionsOfCard(m: EntityManager, cardId: number): Promise<Action
   return m.find(Action, { where: { cardId }, order: { id: 'ASC' } });
 }
 
-/** What planning an action's deliveries needs of it: its account, type and ad-hoc webhook URL. */
-export function deliveryTargetOf(m: EntityManager, actionId: number): Promise<Pick<Action, 'id' | 'accountId' | 'type' | 'webhookUrl'> | null> {
-  return m.findOne(Action, { where: { id: actionId }, select: { id: true, accountId: true, type: true, webhookUrl: true } });
-}

@@ -78,6 +78,25 @@ export function holdPart(statement: CompoundStatement, accountId: number, amount
     SELECT ${statement.param(accountId)}, action.id, ${statement.param(amount)}, 'held', true FROM action RETURNING action_id`;
 }
 
+/**
+ * The parts of a statement that charge an action's open hold: `charged` (the hold, `held` to `charged`: one row with
+ * its `amount`, none when it was not open), its ledger row and the account's balance. The hold is what every
+ * settlement of the action locks first. Count it with `countCharged` when it committed.
+ */
+export function chargeParts(statement: CompoundStatement, actionParam: string): void {
+  statement.with('charged', `UPDATE spark_holds SET status = 'charged', settled_at = now()
+     WHERE action_id = ${actionParam} AND status = 'held' RETURNING account_id, amount, action_id`);
+  statement.with('charge_booked', `INSERT INTO spark_ledger (account_id, amount, kind, reference, action_id)
+     SELECT account_id, -amount, 'charge', 'charge:action:' || action_id, action_id FROM charged`);
+  statement.with('charge_balance', `UPDATE accounts a SET balance = a.balance - charged.amount, held = a.held - charged.amount, updated_at = now()
+     FROM charged WHERE a.id = charged.account_id`);
+}
+
+/** Counts a charge made by chargeParts into the charged-sparks metric, once its transaction commits. */
+export function countCharged(m: EntityManager, product: string | null, amount: number): void {
+  afterCommit(m, () => sparksCharged.inc({ product: product ?? 'unknown' }, amount));
+}
+
 /** Counts a hold made by a committed accept statement into the held-sparks metric. */
 export function countHeld(product: string, amount: number): void {
   sparksHeld.inc({ product }, amount);

@@ -1,6 +1,6 @@
 /** Webhook events, payloads and signatures: the contract's "Events" section in code. */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { ActionType } from '../db/entities/action';
+import { ACTION_TYPES, type ActionType } from '../db/entities/action';
 
 export const WEBHOOK_EVENTS = [
   'generation.completed', 'generation.failed', 'edit.completed', 'edit.failed', 'video.completed', 'video.failed',
@@ -20,6 +20,11 @@ const EVENT_PREFIX: Record<ActionType, string> = { generate: 'generation', edit:
 export function eventFor(type: ActionType, outcome: 'completed' | 'failed'): WebhookEvent {
   return `${EVENT_PREFIX[type]}.${outcome}` as WebhookEvent;
 }
+
+/** Every action type's event by outcome (`EVENTS_BY_TYPE.generate.completed`), for statements that pick it by row. */
+export const EVENTS_BY_TYPE: Record<ActionType, Record<'completed' | 'failed', WebhookEvent>> = Object.fromEntries(
+  ACTION_TYPES.map((type) => [type, { completed: eventFor(type, 'completed'), failed: eventFor(type, 'failed') }]),
+) as Record<ActionType, Record<'completed' | 'failed', WebhookEvent>>;
 
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString('base64url')}`;

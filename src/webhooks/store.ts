@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
 import { lockAccount } from '../accounts/accounts';
 import { ValidationFailed } from '../errors';
-import { AD_HOC_ATTEMPTS, MAX_WEBHOOKS, REGISTERED_ATTEMPTS, type WebhookEvent } from './events';
+import { AD_HOC_ATTEMPTS, MAX_WEBHOOKS, REGISTERED_ATTEMPTS } from './events';
 
 export interface WebhookRow { id: number; url: string; events: string[]; is_active: boolean; created_at: Date; updated_at?: Date }
 
@@ -73,24 +73,31 @@ export async function restoreDelivery(db: DataSource, deliveryId: string, previo
 }
 
 /**
- * The deliveries of an action's outcome event: one per subscribed active webhook of the account and one for the
- * action's ad-hoc URL, each made once (a repeat finds them), oldest first.
+ * The deliveries of an action's outcome, planned in one statement: one row per subscribed active webhook of the
+ * account and one for the action's ad-hoc `webhook_url`, each made once (a repeat finds the rows made before).
+ * `events`: the event of each action type and outcome (`{"generate": {"completed": "generation.completed"}}`).
  */
 export async function planDeliveryRows(
-  db: DataSource, action: { id: number; accountId: number; webhookUrl: string | null }, event: WebhookEvent,
+  db: DataSource, actionId: number, outcome: 'completed' | 'failed', events: Record<string, Record<string, string>>,
 ): Promise<Array<{ id: string; event: string; max_attempts: number; webhook_id: number | null }>> {
-  await db.query(
-    `INSERT INTO webhook_deliveries (account_id, webhook_id, action_id, event, url, max_attempts)
-     SELECT account_id, id, $2, $3, url, $4 FROM webhooks
-      WHERE account_id = $1 AND deleted_at IS NULL AND is_active AND $3 = ANY(events)
-     ON CONFLICT DO NOTHING`, [action.accountId, action.id, event, REGISTERED_ATTEMPTS]);
-  if (action.webhookUrl) {
-    await db.query(
-      `INSERT INTO webhook_deliveries (account_id, webhook_id, action_id, event, url, max_attempts)
-       VALUES ($1, NULL, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, [action.accountId, action.id, event, action.webhookUrl, AD_HOC_ATTEMPTS]);
-  }
   return sqlRows(db.manager,
-    'SELECT id, event, max_attempts, webhook_id FROM webhook_deliveries WHERE action_id = $1 AND event = $2 ORDER BY created_at, id', [action.id, event]);
+    `WITH target AS (
+       SELECT id, account_id, webhook_url, $2::jsonb -> type ->> $3 AS event FROM actions WHERE id = $1
+     ), registered AS (
+       INSERT INTO webhook_deliveries (account_id, webhook_id, action_id, event, url, max_attempts)
+       SELECT w.account_id, w.id, t.id, t.event, w.url, $4 FROM webhooks w JOIN target t ON t.account_id = w.account_id
+        WHERE w.deleted_at IS NULL AND w.is_active AND t.event = ANY(w.events)
+       ON CONFLICT DO NOTHING RETURNING id, event, max_attempts, webhook_id, created_at
+     ), ad_hoc AS (
+       INSERT INTO webhook_deliveries (account_id, webhook_id, action_id, event, url, max_attempts)
+       SELECT account_id, NULL, id, event, webhook_url, $5 FROM target WHERE webhook_url IS NOT NULL
+       ON CONFLICT DO NOTHING RETURNING id, event, max_attempts, webhook_id, created_at
+     )
+     SELECT id, event, max_attempts, webhook_id FROM (
+       SELECT * FROM registered UNION ALL SELECT * FROM ad_hoc
+       UNION ALL SELECT d.id, d.event, d.max_attempts, d.webhook_id, d.created_at FROM webhook_deliveries d JOIN target t ON d.action_id = t.id AND d.event = t.event
+     ) planned ORDER BY created_at, id`,
+    [actionId, JSON.stringify(events), outcome, REGISTERED_ATTEMPTS, AD_HOC_ATTEMPTS]);
 }
 
 /** What one attempt of a delivery sends, and to whom (with the webhook's sealed secret and state), or undefined. */
