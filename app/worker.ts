@@ -41,10 +41,15 @@ export interface WorkerSetup {
   /**
    * Yield to the API in the same process (`all` mode): workflow tasks and local activities take slots beyond their
    * minimum only while the machine's CPU is under half busy, so a burst of requests is accepted first and its jobs
-   * run after (Temporal's resource-based tuner).
+   * run after (Temporal's resource-based tuner); and at most YIELDING_CACHED_WORKFLOWS workflows stay cached between
+   * their tasks (the rest replay their history when their next task comes), so a burst of a thousand jobs waiting for
+   * their renders does not hold a thousand workflows in memory.
    */
   yieldToApi?: boolean;
 }
+
+/** Workflows the main worker keeps cached in `all` mode (see WorkerSetup.yieldToApi; the SDK's default is sized by the heap limit). */
+export const YIELDING_CACHED_WORKFLOWS = 200;
 
 /** The main worker's slots in `all` mode (see WorkerSetup.yieldToApi). */
 export const YIELDING_TUNER: WorkerOptions['tuner'] = {
@@ -151,7 +156,7 @@ export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker
     ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities(setup.deps),
     shutdownGraceTime: '20 seconds',
-    ...(setup.yieldToApi ? { tuner: YIELDING_TUNER } : {}),
+    ...(setup.yieldToApi ? { tuner: YIELDING_TUNER, maxCachedWorkflows: YIELDING_CACHED_WORKFLOWS } : {}),
     ...tracingOptions(true),
   });
   return { worker, connection };

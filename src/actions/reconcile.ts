@@ -44,20 +44,25 @@ const ownedIds = (row: Owned) => ({ actionId: row.action_id, jobId: row.job_id }
 
 const ownerOf = (row: Owned): string => (row.job_id ? jobWorkflowId(row.job_id) : actionWorkflowId(row.action_id));
 
-/** Confirms or abandons starts left in flight; answers how many were abandoned. */
-export async function settleStarts(db: DataSource, client: Client, olderThanSeconds: number): Promise<number> {
-  const rows = await sqlRows<Owned>(db.manager,
-    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
+/**
+ * Starts left in flight (`starting`: the workflow's first step has not recorded it): one whose workflow exists is
+ * recorded as started once older than `confirmAfterSeconds` (then its workflow is looked after as any other's); one
+ * whose workflow does not exist is abandoned once older than `abandonAfterSeconds` (the API between its commit and
+ * its start must not be raced). Answers how many were abandoned.
+ */
+export async function settleStarts(db: DataSource, client: Client, abandonAfterSeconds: number, confirmAfterSeconds = abandonAfterSeconds): Promise<number> {
+  const rows = await sqlRows<Owned & { abandonable: boolean }>(db.manager,
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status, a.created_at < now() - make_interval(secs => $1) AS abandonable
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
-      WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => $1)
-      ORDER BY a.id LIMIT 500`, [olderThanSeconds]);
+      WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => least($1, $2))
+      ORDER BY a.id LIMIT 500`, [abandonAfterSeconds, confirmAfterSeconds]);
   return countMoved(rows, 'settling a start', ownedIds, async (row) => {
     const started = row.status !== 'pending' || (await workflowState(client, ownerOf(row))).kind !== 'missing';
     if (started) {
       await confirmStart(db.manager, row.action_id);
       return false;
     }
-    if (!(await db.transaction((m) => abandonStart(m, row.action_id)))) return false;
+    if (!row.abandonable || !(await db.transaction((m) => abandonStart(m, row.action_id)))) return false;
     log.warn('abandoned an action whose workflow never started; its hold was released', { actionId: row.action_id, jobId: row.job_id });
     return true;
   });
@@ -257,7 +262,7 @@ export async function reconcileExclusively(db: DataSource, client: Client, confi
 /** One pass of each; logs instead of throwing, so the timer keeps going. */
 export async function reconcile(db: DataSource, client: Client, config: ReconcileConfig): Promise<void> {
   try {
-    await settleStarts(db, client, config.startGraceSeconds ?? 30);
+    await settleStarts(db, client, config.startGraceSeconds ?? 30, config.graceSeconds);
     await reconcileLostWorkflows(db, client, config);
     await announceUnannouncedOutcomes(db, client, config);
     await settleLostDeliveries(db, client, config);
