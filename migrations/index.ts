@@ -15,6 +15,7 @@ import { ReconcilerIndexes1732300000014 } from './1732300000014-ReconcilerIndexe
 import { ActionEvents1732300000015 } from './1732300000015-ActionEvents';
 import { OpenHoldsIndex1732300000016 } from './1732300000016-OpenHoldsIndex';
 import { ReconcilerProgress1732300000017 } from './1732300000017-ReconcilerProgress';
+import { CreationOrderIndexes1732300000018 } from './1732300000018-CreationOrderIndexes';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -31,4 +32,5 @@ export const migrations = [
   ActionEvents1732300000015,
   OpenHoldsIndex1732300000016,
   ReconcilerProgress1732300000017,
+  CreationOrderIndexes1732300000018,
 ];

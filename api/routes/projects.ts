@@ -85,7 +85,7 @@ export function projectRoutes({ db }: ApiServices): Route[] {
         const sources = query.source === 'all' ? ['api', 'api_inbox', 'api_v2'] : query.source ? [query.source] : ['api', 'api_inbox'];
         const [items, total] = await db.manager.findAndCount(Project, {
           where: { accountId: caller.accountId, source: In(sources) },
-          order: { id: 'DESC' }, take: query.limit, skip: query.offset,
+          order: { createdAt: 'DESC', id: 'DESC' }, take: query.limit, skip: query.offset, // newest first (ids are not in time order)
         });
         ctx.body = { items: items.map(projectView), total, limit: query.limit, offset: query.offset };
       },

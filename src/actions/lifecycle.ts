@@ -128,6 +128,11 @@ export async function abandonStart(m: EntityManager, actionId: number): Promise<
   return true;
 }
 
+/** Where the action's start stands: `starting`, `started` (its workflow exists) or `abandoned`. */
+export async function startStateOf(m: EntityManager, actionId: number): Promise<string | undefined> {
+  return (await sqlRow(m, 'SELECT start_state FROM actions WHERE id = $1', [actionId]))?.start_state;
+}
+
 /** Records that an action's workflow exists (seen in Temporal); answers false when the start was abandoned meanwhile. */
 export async function confirmStart(m: EntityManager, actionId: number): Promise<boolean> {
   const row = await sqlRow(m,
@@ -176,9 +181,13 @@ export async function completeRendered(m: EntityManager, actionId: number, asset
   const action = statement.param(actionId);
   chargeParts(statement, action);
   statement.with('done', `UPDATE actions SET status = 'completed', asset_path = ${statement.param(assetPath)}, completed_at = now(), updated_at = now()
-     WHERE id = ${action} AND status IN ('pending', 'processing') AND EXISTS (SELECT 1 FROM charged) RETURNING card_id, product, provider`);
-  statement.with('card', `UPDATE cards c SET status = 'completed', updated_at = now(), active_action_id = GREATEST(COALESCE(c.active_action_id, 0), ${action})
-     FROM done WHERE c.id = done.card_id`);
+     WHERE id = ${action} AND status IN ('pending', 'processing') AND EXISTS (SELECT 1 FROM charged) RETURNING card_id, product, provider, created_at`);
+  // The card's active version: the newest completed one, by when it was made (ids are not in time order across processes).
+  statement.with('card', `UPDATE cards c SET status = 'completed', updated_at = now(),
+            active_action_id = CASE WHEN c.active_action_id IS NULL
+                                      OR (SELECT (x.created_at, x.id) FROM actions x WHERE x.id = c.active_action_id) < (done.created_at, ${action}::int)
+                                    THEN ${action}::int ELSE c.active_action_id END
+       FROM done WHERE c.id = done.card_id`);
   const row = await sqlRow(m, statement.text('SELECT (SELECT amount FROM charged) AS amount, done.product, done.provider FROM (SELECT 1) one LEFT JOIN done ON true'),
     statement.values);
   if (row?.amount !== null && row?.amount !== undefined) {

@@ -119,15 +119,19 @@ const HORIZON_MARGIN_SECONDS = 60;
  * looked at about once, however many a day brings. With no horizon yet, or an old one, it reads the last day.
  */
 export async function announceUnannouncedOutcomes(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  const [{ since, cutoff }] = await sqlRows<{ since: Date; cutoff: Date }>(db.manager,
-    `SELECT greatest(now() - interval '1 day', (SELECT horizon FROM reconciler_progress WHERE pass = 'announcements') - make_interval(secs => $2)) AS since,
-            now() - make_interval(secs => $1) AS cutoff`,
+  // Times travel as text (microseconds, as stored): a JavaScript Date would round them to milliseconds.
+  const [{ since, cutoff }] = await sqlRows<{ since: string; cutoff: string }>(db.manager,
+    `SELECT greatest(now() - interval '1 day', (SELECT horizon FROM reconciler_progress WHERE pass = 'announcements') - make_interval(secs => $2))::text AS since,
+            (now() - make_interval(secs => $1))::text AS cutoff`,
     [config.graceSeconds, HORIZON_MARGIN_SECONDS]);
-  let reached: Date = since;
-  const { moved, finished } = await inPages((after: { completedAt: Date; id: number }) => sqlRows<Owned & { completed_at: Date }>(db.manager,
-    `SELECT a.id AS action_id, a.status, a.completed_at, j.id AS job_id, j.status AS job_status
+  let reached = since;
+  /** The first completion whose workflow still runs: it may yet end without announcing, so the horizon stays there. */
+  let stillRunning: string | undefined;
+  const { moved, finished } = await inPages((after: { completedAt: string; id: number }) => sqlRows<Owned & { completed_at: string }>(db.manager,
+    `SELECT a.id AS action_id, a.status, a.completed_at::text AS completed_at, j.id AS job_id, j.status AS job_status
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
-      WHERE a.status IN ('completed', 'failed') AND a.completed_at < $1 AND a.completed_at >= $3 AND (a.completed_at, a.id) > ($3, $4)
+      WHERE a.status IN ('completed', 'failed') AND a.completed_at < $1::timestamptz AND a.completed_at >= $3::timestamptz
+        AND (a.completed_at, a.id) > ($3::timestamptz, $4)
         AND a.start_state = 'started'
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb -> a.type ->> a.status)
         AND (a.webhook_url IS NOT NULL OR EXISTS (
@@ -139,8 +143,9 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
     reached = rows[rows.length - 1].completed_at;
     return countMoved(rows, 'announcing an outcome', ownedIds, async (row) => {
       // A workflow that completed did announce: with no delivery, the action had no subscriber then (one registered
-      // since is not sent events of earlier actions).
+      // since is not sent events of earlier actions). One still running is looked at again by later passes.
       const state = await workflowState(client, ownerOf(row));
+      if (state.kind === 'running') stillRunning ??= row.completed_at;
       if (state.kind === 'running' || (state.kind === 'closed' && state.status === 'COMPLETED')) return false;
       const outcome = row.status as 'completed' | 'failed';
       await startAnnouncement(client, config.taskQueue, row.action_id, outcome, 'its workflow ended without sending it');
@@ -148,9 +153,10 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
       return true;
     });
   });
-  // A pass that read everything up to the cutoff moves the horizon there; one stopped by its page limit, to where it stopped.
-  await db.query(`INSERT INTO reconciler_progress (pass, horizon) VALUES ('announcements', $1)
-                  ON CONFLICT (pass) DO UPDATE SET horizon = greatest(reconciler_progress.horizon, EXCLUDED.horizon)`, [finished ? cutoff : reached]);
+  // A pass that read everything up to the cutoff moves the horizon there; one stopped by its page limit, to where it
+  // stopped; either way no further than a completion whose workflow still runs.
+  await db.query(`INSERT INTO reconciler_progress (pass, horizon) VALUES ('announcements', least($1::timestamptz, $2::timestamptz))
+                  ON CONFLICT (pass) DO UPDATE SET horizon = EXCLUDED.horizon`, [finished ? cutoff : reached, stillRunning ?? null]);
   return moved;
 }
 

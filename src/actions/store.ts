@@ -61,17 +61,20 @@ export function loadAction(m: EntityManager, actionId: number): Promise<Action> 
   return m.findOneByOrFail(Action, { id: actionId });
 }
 
-/** A project's cards and actions, oldest first. */
+/**
+ * A project's cards and actions, oldest first: by when they were made (ids are taken ahead in blocks per process,
+ * src/db/id-blocks.ts, so ids of different processes do not follow each other in time), the id breaking ties.
+ */
 export async function contentsOfProject(m: EntityManager, projectId: number): Promise<{ cards: Card[]; actions: Action[] }> {
   const [cards, actions] = await Promise.all([
-    m.find(Card, { where: { projectId }, order: { id: 'ASC' } }),
-    m.find(Action, { where: { projectId }, order: { id: 'ASC' } }),
+    m.find(Card, { where: { projectId }, order: { createdAt: 'ASC', id: 'ASC' } }),
+    m.find(Action, { where: { projectId }, order: { createdAt: 'ASC', id: 'ASC' } }),
   ]);
   return { cards, actions };
 }
 
-/** A card's versions (its actions), oldest first. */
+/** A card's versions (its actions), oldest first (by when they were made, as above). */
 export function versionsOfCard(m: EntityManager, cardId: number): Promise<Action[]> {
-  return m.find(Action, { where: { cardId }, order: { id: 'ASC' } });
+  return m.find(Action, { where: { cardId }, order: { createdAt: 'ASC', id: 'ASC' } });
 }
 

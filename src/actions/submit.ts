@@ -11,7 +11,7 @@ import { idBlocks } from '../db/id-blocks';
 import { prepared, preparedRows } from '../db/prepared';
 import { CompoundStatement } from '../db/statement';
 import { requireProvider } from '../providers';
-import { abandonStart, actionPart, cardPart, type CardChoice } from './lifecycle';
+import { abandonStart, actionPart, cardPart, type CardChoice, confirmStart, startStateOf } from './lifecycle';
 import { countHeld, holdPart, InsufficientSparks, readBalance, refusingUncoveredHolds } from '../billing/sparks';
 import { log } from '../log';
 import { ProviderRoute, providerTaskQueue } from '../temporal/contract';
@@ -131,6 +131,7 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
   });
   if (!accepted) throw await refusedClaim(db, spec.idempotency!);
   countHeld(spec.product, spec.price);
+  const committedAt = Date.now();
 
   // Committed as `starting`: its workflow's first step records it `started`. Until then a repeat of its
   // Idempotency-Key asks Temporal whether the workflow exists, and the reconciler abandons a start that never happened.
@@ -149,16 +150,25 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
     log.error('could not store the inputs or start the workflow', { actionId: placed.actionId, error: (err as Error).message });
     // Temporal is unreachable: release and fail it now. If even that fails, it stays `starting` and the
     // reconciler abandons it: either way it never runs and nothing is charged, as the 503 says.
-    await db.transaction((m) => abandonStart(m, placed.actionId))
-      .catch((compensation) => log.error('could not release the hold of an unstarted action; the reconciler will', {
-        actionId: placed.actionId, error: String(compensation),
-      }));
-    throw generationUnavailable();
+    const abandoned = await db.transaction((m) => abandonStart(m, placed.actionId)).catch((compensation) => {
+      log.error('could not release the hold of an unstarted action; the reconciler will', { actionId: placed.actionId, error: String(compensation) });
+      return true; // it never counts as accepted: the reconciler abandons or, if its workflow does exist, records it
+    });
+    // Not abandoned: the start did reach Temporal (its answer was lost) and the workflow has recorded itself: it runs
+    // and will be charged, so the answer is the accepted one, not a 503.
+    if (abandoned || (await startStateOf(db.manager, placed.actionId)) !== 'started') throw generationUnavailable();
+    log.warn('the workflow start answered an error, but the workflow runs: the action is accepted', { actionId: placed.actionId });
   }
+  // A start that took long enough for the reconciler to have abandoned it meanwhile (it waits START_GRACE_SECONDS)
+  // is confirmed before it is answered: the answer must match what happens to the action.
+  if (Date.now() - committedAt > SLOW_START_MS && !(await confirmStart(db.manager, placed.actionId))) throw generationUnavailable();
   actionsTotal.inc({ product: spec.product, provider: provider.name, outcome: 'accepted' });
   if (spec.job) jobsTotal.inc({ type: spec.job.type, outcome: 'accepted' });
   return response;
 }
+
+/** A start slower than this (from the commit) is confirmed before it is answered: well under the reconciler's 30 s grace for starts. */
+const SLOW_START_MS = 10_000;
 
 /** A short name for an accept statement's shape (a prepared statement per shape: claim or not, new or existing rows, job or not). */
 const shapeOf = (text: string): string => createHash('sha1').update(text).digest('hex').slice(0, 12);

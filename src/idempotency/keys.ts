@@ -65,13 +65,19 @@ export async function findReplay(db: DataSource, claim: IdempotencyClaim): Promi
  */
 export async function awaitStartSettled({ db, temporal }: Pick<Services, 'db' | 'temporal'>, claim: IdempotencyClaim, timeoutMs = 10_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
+  let askAt = 0;
   for (;;) {
     const row = await sqlRow<KeyRow>(db.manager, KEY_ROW, [claim.accountId, claim.scope, claim.key]);
     if (!row || row.start_state !== 'starting') return true;
-    const workflowId = row.job_id ? jobWorkflowId(row.job_id) : actionWorkflowId(row.action_id!);
-    if ((await workflowState(temporal, workflowId)).kind !== 'missing') {
-      await confirmStart(db.manager, row.action_id!);
-      return true;
+    if (Date.now() >= askAt) {
+      // At most once a second; Temporal away (or slow) is not an answer: keep waiting, then 503 (keyInFlight).
+      askAt = Date.now() + 1000;
+      const workflowId = row.job_id ? jobWorkflowId(row.job_id) : actionWorkflowId(row.action_id!);
+      const exists = await workflowState(temporal, workflowId).then((state) => state.kind !== 'missing', () => false);
+      if (exists) {
+        await confirmStart(db.manager, row.action_id!);
+        return true;
+      }
     }
     if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 100));

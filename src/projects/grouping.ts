@@ -45,8 +45,8 @@ export function projectPart(statement: CompoundStatement, caller: Pick<Caller, '
       FROM claimed RETURNING id`;
 }
 
-/** The inbox projects of keys this process has seen (an inbox is never deleted nor given to another key). */
-const inboxes = new Map<number, number>();
+/** The inbox projects of keys this process has seen, per database (an inbox is never deleted nor given to another key). */
+const inboxesOf = new WeakMap<DataSource, Map<number, number>>();
 const MAX_INBOXES = 10_000;
 
 /**
@@ -54,6 +54,8 @@ const MAX_INBOXES = 10_000;
  * request may make it in between: then the one it made is read.
  */
 async function inboxOf(db: DataSource, caller: Caller): Promise<number> {
+  let inboxes = inboxesOf.get(db);
+  if (!inboxes) inboxesOf.set(db, (inboxes = new Map()));
   const known = inboxes.get(caller.keyId);
   if (known !== undefined) return known;
   const inbox = async () => (await sqlRow(db.manager, 'SELECT id FROM projects WHERE inbox_key_id = $1', [caller.keyId]))?.id as number | undefined;

@@ -74,7 +74,9 @@ export async function restoreDelivery(db: DataSource, deliveryId: string, previo
 
 /**
  * The deliveries of an action's outcome, planned in one statement: one row per subscribed active webhook of the
- * account and one for the action's ad-hoc `webhook_url`, each made once (a repeat finds the rows made before).
+ * account and one for the action's ad-hoc `webhook_url`, each made once (a repeat finds the rows made before). A row
+ * a concurrent run of the same plan commits while this one runs is in neither's answer but the one that made it
+ * (which starts its delivery); a delivery whose workflow never started is started by the reconciler.
  * `events`: the event of each action type and outcome (`{"generate": {"completed": "generation.completed"}}`).
  */
 export async function planDeliveryRows(

@@ -112,6 +112,28 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     await assertMoneyConsistent(db, accountId);
   });
 
+  it('a card\'s active version is its newest completed one by when it was made, whatever the ids (taken ahead per process)', async () => {
+    const { accountId } = await newAccount(db, 20);
+    const first = await placeAction(db, accountId, { hold: 5 });
+    const [{ card_id: cardId, project_id: projectId }] = await db.query('SELECT card_id, project_id FROM actions WHERE id = $1', [first]);
+    // An edit made after it, whose id another process took earlier: lower than its parent's.
+    const [{ id: edit }] = await db.query(
+      `INSERT INTO actions (id, account_id, project_id, card_id, type, product, status, depth, parent_action_id, price, params, created_at)
+       VALUES ((SELECT min(id) - 1 FROM actions), $1, $2, $3, 'edit', 'edit', 'pending', 1, $4, 3, '{}', now() + interval '1 second') RETURNING id`,
+      [accountId, projectId, cardId, first]);
+    await db.query(`INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit) VALUES ($1, $2, 3, 'held', true)`, [accountId, edit]);
+    assert.ok(edit < first);
+    assert.equal(await run('completeAction', first, 'results/first.jpg'), 'completed');
+    assert.equal(await run('completeAction', edit, 'results/edit.jpg'), 'completed');
+    assert.equal((await db.query('SELECT active_action_id FROM cards WHERE id = $1', [cardId]))[0].active_action_id, edit);
+    // The older one completing late does not take it back.
+    const late = await placeAction(db, accountId, { hold: 2 });
+    await db.query(`UPDATE actions SET card_id = $2, created_at = now() - interval '1 hour' WHERE id = $1`, [late, cardId]);
+    assert.equal(await run('completeAction', late, 'results/late.jpg'), 'completed');
+    assert.equal((await db.query('SELECT active_action_id FROM cards WHERE id = $1', [cardId]))[0].active_action_id, edit);
+    await assertMoneyConsistent(db, accountId);
+  });
+
   it('failAction releases the hold once and records the message', async () => {
     const { accountId } = await newAccount(db, 10);
     const actionId = await placeAction(db, accountId, { hold: 5 });
