@@ -1,6 +1,6 @@
 /**
- * Cost as the work grows: the same figures on the run's database as it is (small), then again after it has been
- * grown to `total` actions over `accounts` accounts, each action with its project, card, hold (charged), ledger row
+ * Cost as the work grows: the same figures on a new database of their own holding only the measured account (small),
+ * then again after it has been grown to `total` actions over `accounts` accounts, each action with its project, card, hold (charged), ledger row
  * and three events (pending, processing, completed), one in ten a v2 job's. The measured account is the same in
  * both: 2,000 actions of its own (200 of them tagged with a `client_group_id`) in 200 projects, and a v2 job; the
  * other accounts' rows are what grows.
