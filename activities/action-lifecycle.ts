@@ -8,9 +8,10 @@ import {
   type ActionEnd, cancelRendered, type CompleteOutcome, completeRendered, endUnrendered, failRendered, type JobFailure, type StartOutcome,
   startAction, startWithJob,
 } from '../src/actions/lifecycle';
+import { type DeliveryPlan, planDeliveries } from '../src/webhooks/store';
 import type { ActivityDeps } from './deps';
 
-export function createActionLifecycleActivities({ db }: ActivityDeps) {
+export function createActionLifecycleActivities({ db, webhookRetryInitialMs }: ActivityDeps) {
   return {
     /**
      * pending -> processing (and the job, if given, to claimed/routing). Answers `cancelled` (stop) when the action
@@ -28,6 +29,21 @@ export function createActionLifecycleActivities({ db }: ActivityDeps) {
     async completeAction(actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
       // A v1 action's charge and completion are one statement, its own transaction; a job's moves with them in one.
       return jobId ? db.transaction((m) => completeRendered(m, actionId, assetPath, jobId)) : completeRendered(db.manager, actionId, assetPath);
+    },
+
+    /**
+     * completeAction, then the deliveries of its outcome planned (as `planDeliveries`): one step of the v1 action
+     * workflow since the `outcome-plans` patch. A completion that found the action cancelled plans nothing.
+     */
+    async completeAndPlanDeliveries(actionId: number, assetPath: string): Promise<{ outcome: CompleteOutcome; plan?: DeliveryPlan }> {
+      const outcome = await completeRendered(db.manager, actionId, assetPath);
+      return outcome === 'completed' ? { outcome, plan: await planDeliveries(db, actionId, 'completed', webhookRetryInitialMs) } : { outcome };
+    },
+
+    /** failAction, then the deliveries of the failure planned: one step of the v1 action workflow since `outcome-plans`. */
+    async failAndPlanDeliveries(actionId: number, errorMessage: string): Promise<DeliveryPlan> {
+      await db.transaction((m) => failRendered(m, actionId, errorMessage));
+      return planDeliveries(db, actionId, 'failed', webhookRetryInitialMs);
     },
 
     /** Releases the hold and marks the action cancelled (a cancel that reached a running render). */

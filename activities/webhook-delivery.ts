@@ -4,16 +4,15 @@
  */
 import { webhookAttempts, webhookDeliveries } from '../src/metrics/registry';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, EVENTS_BY_TYPE, isPermanentRefusal, signature, WebhookPayload } from '../src/webhooks/events';
+import { DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, isPermanentRefusal, signature, WebhookPayload } from '../src/webhooks/events';
 import {
-  closeExhaustedDelivery, deliveryToSend, planDeliveryRows, recordAttempt, skipDelivery,
+  closeExhaustedDelivery, type DeliveryPlan, deliveryToSend, planDeliveries, recordAttempt, skipDelivery,
 } from '../src/webhooks/store';
 import { OutboundFailed, OutboundRefused } from '../src/net/outbound';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';
 
-export interface PlannedDelivery { deliveryId: string; event: string; maxAttempts: number; registered: boolean }
-export interface DeliveryPlan { deliveries: PlannedDelivery[]; retryInitialMs: number }
+export type { DeliveryPlan, PlannedDelivery } from '../src/webhooks/store';
 
 /** Seconds from a Retry-After header (delta seconds or an HTTP date), within reason. */
 function retryAfterMs(header: string | string[] | undefined): number | undefined {
@@ -27,11 +26,7 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
   return {
     /** The deliveries of an action's outcome: each subscribed active webhook, and the ad-hoc URL if any. */
     async planDeliveries(actionId: number, outcome: 'completed' | 'failed'): Promise<DeliveryPlan> {
-      const rows = await planDeliveryRows(db, actionId, outcome, EVENTS_BY_TYPE);
-      return {
-        deliveries: rows.map((r) => ({ deliveryId: r.id, event: r.event, maxAttempts: r.max_attempts, registered: r.webhook_id !== null })),
-        retryInitialMs: webhookRetryInitialMs,
-      };
+      return planDeliveries(db, actionId, outcome, webhookRetryInitialMs);
     },
 
     /** One attempt: POST the payload; 2xx succeeds, permanent refusals are not retried, the rest is. */

@@ -83,12 +83,17 @@ export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures)
         await sleep(20);
       }
       // A batch through the one worker: started 50 at a time, timed until the last result.
+      // The floor worker counts as the service process of its CPU row, the starting client as the harness.
+      const workerSubjects = { ...subjects, servicePids: [worker.pid] };
       for (let r = 0; r < repeats; r++) {
         const t = performance.now();
-        const handles = await inBatches(ctx.settings.floorBatch, connections, (i) =>
-          client.workflow.start('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-batch-${runId}-${r}-${i}`, args: [i] }));
-        await Promise.all(handles.map((h) => h.result()));
+        const { cpu } = await measureCpu(workerSubjects, async () => {
+          const handles = await inBatches(ctx.settings.floorBatch, connections, (i) =>
+            client.workflow.start('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-batch-${runId}-${r}-${i}`, args: [i] }));
+          await Promise.all(handles.map((h) => h.result()));
+        });
         recordValue(figures, 'floor.batch', ctx.settings.floorBatch / ((performance.now() - t) / 1000));
+        recordCpu(figures, 'floor.batch', cpu, ctx.settings.floorBatch);
       }
     } finally {
       await worker.stop();

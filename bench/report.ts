@@ -144,7 +144,7 @@ export function row(figures: Figures, key: string): Row {
   };
 }
 
-const CPU_KEYS = ['floor.starts', 'floor.accept', 'svc.post_api', 'svc.post_all', 'svc.post_all_real'];
+const CPU_KEYS = ['floor.starts', 'floor.accept', 'svc.post_api', 'svc.post_all', 'svc.post_all_real', 'floor.batch', 'svc.jobs', 'svc.webhooks'];
 
 const median = (figures: Figures, key: string): number | null => (figures[key] ? stat(figures[key].values)?.median ?? null : null);
 
@@ -312,7 +312,7 @@ export function backendTable(b: BackendReport): string {
   return lines.join('\n');
 }
 
-/** Where the CPU of the POST loads and of their floor goes, and what that allows on this machine. */
+/** Where the CPU of the POST loads, the jobs and the deliveries and of their floors goes, and what that allows on this machine. */
 export function cpuSection(b: BackendReport): string[] {
   const rows = b.cpu.filter((r) => r.totalMs !== null);
   if (rows.length === 0) return [];
@@ -325,7 +325,11 @@ export function cpuSection(b: BackendReport): string[] {
     ...rows.map((r) => `| ${r.label} | ${CPU_GROUPS.map((g) => ms(r.perOperationMs[g])).join(' | ')} | ${ms(r.totalMs)} | ${r.busyCores === null ? 'n/a' : r.busyCores.toFixed(2)} | ${r.ceilingPerSecond === null ? 'n/a' : r.ceilingPerSecond.toFixed(0)} |`),
     '',
   ];
-  for (const [key, share] of [['svc.post_api', 0.8], ['svc.post_all', 0.5], ['svc.post_all_real', 0.4]] as const) {
+  const targets = [
+    ['svc.post_api', 0.8, 'accepted request'], ['svc.post_all', 0.5, 'accepted request'], ['svc.post_all_real', 0.4, 'accepted request'],
+    ['svc.jobs', 0.8, 'finished job'], ['svc.webhooks', 0.8, 'delivery'],
+  ] as const;
+  for (const [key, share, unit] of targets) {
     const r = b.cpu.find((x) => x.key === key);
     const measured = b.rows.find((x) => x.key === key);
     const floorRow = b.rows.find((x) => x.key === measured?.floorKey);
@@ -335,12 +339,12 @@ export function cpuSection(b: BackendReport): string[] {
     if (!r?.totalMs || !floor || !accepted || !floorRow) continue;
     const wanted = floor.median * share;
     const budget = (b.cores * 1000) / wanted;
-    out.push(`- ${r.label}: ${share} of its floor (${floorRow.label.replace(/^floor: /, '')}: ${floor.median.toFixed(0)}/s) is ${wanted.toFixed(0)}/s, which leaves ${budget.toFixed(2)} ms of CPU per accepted request ` +
+    out.push(`- ${r.label}: ${share} of its floor (${floorRow.label.replace(/^floor: /, '')}: ${floor.median.toFixed(0)}/s) is ${wanted.toFixed(0)}/s, which leaves ${budget.toFixed(2)} ms of CPU per ${unit} ` +
       `with all ${b.cores} cores busy. The service spent ${r.totalMs.toFixed(2)} ms (Temporal ${ms(r.perOperationMs.temporal)}, ` +
       `the service process ${ms(r.perOperationMs.service)}, its Postgres ${ms(r.perOperationMs.postgres)}, the load generator ${ms(r.perOperationMs.harness)})` +
       `${floorCpu?.totalMs ? `, its floor ${floorCpu.totalMs.toFixed(2)} ms (Temporal ${ms(floorCpu.perOperationMs.temporal)}, its process ${ms(floorCpu.perOperationMs.service)}, Postgres ${ms(floorCpu.perOperationMs.postgres)})` : ''}` +
-      `: the service's own work costs ${floorCpu?.totalMs ? (r.totalMs - floorCpu.totalMs).toFixed(2) : 'n/a'} ms more per request than its floor's. ` +
-      `At most ${r.ceilingPerSecond!.toFixed(0)}/s fit at this CPU (a ratio of ${(r.ceilingPerSecond! / floor.median).toFixed(2)}); it accepted ${accepted.median.toFixed(0)}/s` +
+      `: the service's own work costs ${floorCpu?.totalMs ? (r.totalMs - floorCpu.totalMs).toFixed(2) : 'n/a'} ms more per ${unit} than its floor's. ` +
+      `At most ${r.ceilingPerSecond!.toFixed(0)}/s fit at this CPU (a ratio of ${(r.ceilingPerSecond! / floor.median).toFixed(2)}); it did ${accepted.median.toFixed(0)}/s` +
       `${r.busyCores !== null ? ` with ${r.busyCores.toFixed(2)} of ${b.cores} cores busy` : ''}.`);
   }
   out.push('');

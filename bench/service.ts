@@ -14,7 +14,7 @@ import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, warmUp } from './load';
 import { startFloorServer } from './floors';
-import { measureCpu } from './cpu';
+import { type CpuSubjects, measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
 import { sleep } from './stats';
@@ -117,15 +117,21 @@ async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningServ
   for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.one_job', await oneJobAlone(api.url, a, ctx.photoBody));
 
   // Jobs per second through the one worker process: N enqueued (10 POSTs at a time), timed until all are terminal.
+  // Its CPU: the API and worker processes count as the service's.
+  const subjects = { servicePids: [api.pid, worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
   for (let r = 0; r < s.repeats; r++) {
     const t = performance.now();
-    const ids = await inBatches(s.jobBatch, 10, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
-    await eventually(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
+    const { result: ids, cpu } = await measureCpu(subjects, async () => {
+      const ids = await inBatches(s.jobBatch, 10, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
+      await eventually(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
+      return ids;
+    });
     const failed = ids.length - await countActions(ctx.db, ids, ['completed']);
     recordValue(figures, 'svc.jobs', ids.length / ((performance.now() - t) / 1000), failed);
+    recordCpu(figures, 'svc.jobs', cpu, ids.length);
   }
 
-  await measureWebhooks(ctx, api.url, b, figures);
+  await measureWebhooks(ctx, api.url, b, figures, subjects);
 
   // Polls with the API process alone (the worker stopped), 50 connections.
   await worker.stop();
@@ -147,7 +153,7 @@ async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningServ
  * make N deliveries; then all N are redelivered at once (the delivery workflow alone, 10 requests at a time) and
  * timed until the receiver has them all. Repeated.
  */
-async function measureWebhooks(ctx: ServiceContext, base: string, account: Account, figures: Figures): Promise<void> {
+async function measureWebhooks(ctx: ServiceContext, base: string, account: Account, figures: Figures, subjects: CpuSubjects): Promise<void> {
   const s = ctx.settings;
   const receiver = ctx.receiver;
   if (!receiver) throw new Error('no webhook receiver');
@@ -165,9 +171,12 @@ async function measureWebhooks(ctx: ServiceContext, base: string, account: Accou
       await Promise.all(list.map((d) => temporal.workflow.getHandle(deliveryWorkflowId(d.delivery_id)).result()));
       const before = received();
       const t = performance.now();
-      await inBatches(list.length, 10, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${list[i].delivery_id}/redeliver`));
-      await eventually(async () => received(), (n) => n >= before + list.length, 600_000, 20);
+      const { cpu } = await measureCpu(subjects, async () => { // the receiver is in the harness's process
+        await inBatches(list.length, 10, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${list[i].delivery_id}/redeliver`));
+        await eventually(async () => received(), (n) => n >= before + list.length, 600_000, 20);
+      });
       recordValue(figures, 'svc.webhooks', list.length / ((performance.now() - t) / 1000));
+      recordCpu(figures, 'svc.webhooks', cpu, list.length);
     }
   } finally {
     await connection.close();

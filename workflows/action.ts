@@ -1,16 +1,18 @@
 /**
  * The story of one v1 action, as an operator reads it in the Web UI: start (`startProcessing`), the provider call
  * on the provider's own task queue (`generateAsset`, or `advanceVideoRender` steps with timers between), then the
- * finalisation: charge and complete (`completeAction`), or release and fail (`failAction`), or, when cancelled
- * during the render, release and cancel (`cancelAction`); last, the deliveries (`planDeliveries` and one child
- * workflow per webhook). Activities do the work; this file only decides. Bookkeeping runs outside cancellation, so
+ * finalisation: charge and complete, or release and fail, each with its deliveries planned in the same step
+ * (`completeAndPlanDeliveries`, `failAndPlanDeliveries`), or, when cancelled during the render, release and cancel
+ * (`cancelAction`); last, one child workflow per planned webhook delivery. Activities do the work; this file only decides. Bookkeeping runs outside cancellation, so
  * a cancel request can stop the render but never half a settlement.
  *
  * Since the `fused-steps` patch the bookkeeping steps (short database transactions) run as local activities: in
  * the worker that runs the workflow, within its workflow task, each recorded as a marker in the history, so that
  * the provider call is the only activity task that goes through the server. Between the `settled-render` and
  * `visible-steps` patches an image action's start, render and completion were one activity (`settledRender`),
- * which hid whether a failure was the provider's or the charge's; since `visible-steps` they are steps again.
+ * which hid whether a failure was the provider's or the charge's; since `visible-steps` they are steps again. Before
+ * the `outcome-plans` patch the deliveries were planned by a step of their own (`completeAction` or `failAction`,
+ * then `planDeliveries`): a local activity and a workflow activation more per action.
  * Workflows started before a patch replay as they were recorded.
  */
 import {
@@ -21,7 +23,7 @@ import type { Activities } from '../activities';
 import {
   type ActionOutcome, type ActionWorkflowInput, NON_RETRYABLE_FAILURE_TYPES, type ProviderRoute, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
 } from '../src/temporal/contract';
-import { announceOutcome } from './outcome-deliveries';
+import { announceOutcome, startDeliveries } from './outcome-deliveries';
 import { renderAsset, stopProviderTask } from './render';
 
 const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
@@ -60,6 +62,8 @@ export async function actionWorkflow({ actionId, provider: route }: ActionWorkfl
   // Image actions started between the `settled-render` and `visible-steps` patches ran as one activity.
   if (fused && route && route.pollSeconds === undefined && !patched('visible-steps') && patched('settled-render')) return settledRender(actionId, route);
   const steps = fused ? localBookkeeping : bookkeeping;
+  // Since `outcome-plans` the step that ends the action also plans its deliveries (one local activity, not two).
+  const plansWithOutcome = fused && patched('outcome-plans');
   /** Histories recorded before webhooks existed replay without announcing (the `webhook-deliveries` patch). */
   const announce = async (outcome: 'completed' | 'failed'): Promise<void> => {
     if (fused) await announceOutcome(actionId, outcome, 'local');
@@ -83,12 +87,24 @@ export async function actionWorkflow({ actionId, provider: route }: ActionWorkfl
     }
     const error = failureMessage(err);
     await stopProviderTask(actionId, route);
-    await settle(() => steps.failAction(actionId, error));
-    setStatus('failed');
-    await announce('failed');
+    if (plansWithOutcome) {
+      const plan = await settle(() => steps.failAndPlanDeliveries(actionId, error));
+      setStatus('failed');
+      await startDeliveries(actionId, plan);
+    } else {
+      await settle(() => steps.failAction(actionId, error));
+      setStatus('failed');
+      await announce('failed');
+    }
     return { status: 'failed', error };
   }
 
+  if (plansWithOutcome) {
+    const { outcome, plan } = await settle(() => steps.completeAndPlanDeliveries(actionId, assetPath));
+    setStatus(outcome);
+    if (plan) await startDeliveries(actionId, plan);
+    return outcome === 'cancelled' ? { status: 'cancelled' } : { status: 'completed', assetPath };
+  }
   if ((await settle(() => steps.completeAction(actionId, assetPath))) === 'cancelled') {
     setStatus('cancelled');
     return { status: 'cancelled' };

@@ -6,6 +6,7 @@ import {
   CancellationScope, log, ParentClosePolicy, proxyActivities, proxyLocalActivities, startChild, WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { DeliveryPlan } from '../src/webhooks/store';
 import { deliveryWorkflowId, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
 import { webhookDeliveryWorkflow } from './webhook-delivery';
 
@@ -18,23 +19,32 @@ const local = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry:
  */
 export async function announceOutcome(actionId: number, outcome: 'completed' | 'failed', planning: 'activity' | 'local' = 'activity'): Promise<void> {
   await CancellationScope.nonCancellable(async () => {
-    const plan = await (planning === 'local' ? local : remote).planDeliveries(actionId, outcome);
-    for (const delivery of plan.deliveries) {
-      try {
-        await startChild(webhookDeliveryWorkflow, {
-          workflowId: deliveryWorkflowId(delivery.deliveryId),
-          args: [{ deliveryId: delivery.deliveryId, maxAttempts: delivery.maxAttempts, retryInitialMs: plan.retryInitialMs }],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-          typedSearchAttributes: [
-            { key: SEARCH_ATTRIBUTES.actionId, value: actionId },
-            { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
-          ],
-          staticSummary: `${delivery.event} → ${delivery.registered ? 'registered webhook' : 'ad-hoc webhook_url'}`,
-        });
-      } catch (err) {
-        log.warn('webhook delivery not started', { deliveryId: delivery.deliveryId, error: String(err) });
-      }
-    }
+    await startEach(actionId, await (planning === 'local' ? local : remote).planDeliveries(actionId, outcome));
   });
+}
+
+/** Starts the deliveries of a plan made by the step that ended the action (since the `outcome-plans` patch). */
+export async function startDeliveries(actionId: number, plan: DeliveryPlan): Promise<void> {
+  if (plan.deliveries.length > 0) await CancellationScope.nonCancellable(() => startEach(actionId, plan));
+}
+
+/** One child workflow per planned delivery; one that cannot be started is left to the reconciler. */
+async function startEach(actionId: number, plan: DeliveryPlan): Promise<void> {
+  for (const delivery of plan.deliveries) {
+    try {
+      await startChild(webhookDeliveryWorkflow, {
+        workflowId: deliveryWorkflowId(delivery.deliveryId),
+        args: [{ deliveryId: delivery.deliveryId, maxAttempts: delivery.maxAttempts, retryInitialMs: plan.retryInitialMs }],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.actionId, value: actionId },
+          { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
+        ],
+        staticSummary: `${delivery.event} → ${delivery.registered ? 'registered webhook' : 'ad-hoc webhook_url'}`,
+      });
+    } catch (err) {
+      log.warn('webhook delivery not started', { deliveryId: delivery.deliveryId, error: String(err) });
+    }
+  }
 }

@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
 import { lockAccount } from '../accounts/accounts';
 import { ValidationFailed } from '../errors';
-import { AD_HOC_ATTEMPTS, MAX_WEBHOOKS, REGISTERED_ATTEMPTS } from './events';
+import { AD_HOC_ATTEMPTS, EVENTS_BY_TYPE, MAX_WEBHOOKS, REGISTERED_ATTEMPTS } from './events';
 
 export interface WebhookRow { id: number; url: string; events: string[]; is_active: boolean; created_at: Date; updated_at?: Date }
 
@@ -100,6 +100,19 @@ export async function planDeliveryRows(
        UNION ALL SELECT d.id, d.event, d.max_attempts, d.webhook_id, d.created_at FROM webhook_deliveries d JOIN target t ON d.action_id = t.id AND d.event = t.event
      ) planned ORDER BY created_at, id`,
     [actionId, JSON.stringify(events), outcome, REGISTERED_ATTEMPTS, AD_HOC_ATTEMPTS]);
+}
+
+export interface PlannedDelivery { deliveryId: string; event: string; maxAttempts: number; registered: boolean }
+/** An outcome's deliveries, as the workflow that announces it starts them (one child workflow each). */
+export interface DeliveryPlan { deliveries: PlannedDelivery[]; retryInitialMs: number }
+
+/** The deliveries of an action's outcome (planDeliveryRows), shaped for the workflow that starts them. */
+export async function planDeliveries(db: DataSource, actionId: number, outcome: 'completed' | 'failed', retryInitialMs: number): Promise<DeliveryPlan> {
+  const rows = await planDeliveryRows(db, actionId, outcome, EVENTS_BY_TYPE);
+  return {
+    deliveries: rows.map((r) => ({ deliveryId: r.id, event: r.event, maxAttempts: r.max_attempts, registered: r.webhook_id !== null })),
+    retryInitialMs,
+  };
 }
 
 /** What one attempt of a delivery sends, and to whom (with the webhook's sealed secret and state), or undefined. */

@@ -145,6 +145,35 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     await assertMoneyConsistent(db, accountId);
   });
 
+  it('completeAndPlanDeliveries and failAndPlanDeliveries end the action once and plan each delivery once, even when retried', async () => {
+    const { accountId } = await newAccount(db, 20);
+    const completed = await placeAction(db, accountId, { hold: 5 });
+    await db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [completed, 'https://receiver.example/hook']);
+    await run('startProcessing', completed);
+    const first = await run('completeAndPlanDeliveries', completed, 'results/planned.jpg');
+    const again = await run('completeAndPlanDeliveries', completed, 'results/planned.jpg');
+    assert.equal(first.outcome, 'completed');
+    assert.deepEqual(again, first, 'a retry answers the same plan');
+    assert.deepEqual(first.plan!.deliveries.map((d) => [d.event, d.registered]), [['generation.completed', false]]);
+    assert.equal(first.plan!.retryInitialMs, 100);
+
+    const failed = await placeAction(db, accountId, { hold: 5 });
+    const plan = await run('failAndPlanDeliveries', failed, 'The provider refused');
+    assert.deepEqual(await run('failAndPlanDeliveries', failed, 'The provider refused'), plan);
+    assert.deepEqual(plan.deliveries, [], 'no webhook, no delivery');
+    const [{ status }] = await db.query('SELECT status FROM actions WHERE id = $1', [failed]);
+    assert.equal(status, 'failed');
+
+    // A completion that finds the action cancelled plans nothing.
+    const cancelled = await placeAction(db, accountId, { hold: 5 });
+    await db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [cancelled, 'https://receiver.example/hook']);
+    await run('failAction', cancelled, 'cancelled elsewhere');
+    assert.deepEqual(await run('completeAndPlanDeliveries', cancelled, 'results/none.jpg'), { outcome: 'cancelled' });
+    assert.equal((await db.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE action_id = $1', [cancelled]))[0].n, 0);
+    assert.deepEqual(await readBalance(db, accountId), { balance: 15, holds: 0, available: 15 });
+    await assertMoneyConsistent(db, accountId);
+  });
+
   it('completeAction after a release (a cancelled action) charges nothing', async () => {
     const { accountId } = await newAccount(db, 10);
     const actionId = await placeAction(db, accountId, { hold: 5 });

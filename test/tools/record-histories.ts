@@ -169,8 +169,8 @@ async function main(): Promise<void> {
     // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues),
     // `funnel` (v3: funnel sessions), `housekeeping` (v5: the retention workflow), `fused` (v4: the action and job
     // workflows after the `fused-steps` patch, i.e. every scenario except the announcement and funnel ones, whose
-    // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (v6: the action
-    // workflow's scenarios only, after `visible-steps`).
+    // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (the action
+    // workflow's scenarios only: v6 after `visible-steps`, v7 after `outcome-plans`).
     const only = process.env.HISTORY_ONLY;
     if (only && only !== 'fused' && only !== 'actions') {
       const input = `inputs/record-${Date.now()}.jpg`;

@@ -75,20 +75,20 @@ describe('actionWorkflow (dev server)', function () {
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId), undefined, 'the id is in the workflow id: no index write for it');
     });
 
-    it('tells its story step by step: start, provider call on its queue, finalisation, deliveries', async () => {
+    it('tells its story step by step: start, provider call on its queue, finalisation with its deliveries planned', async () => {
       const { accountId } = await newAccount(stack.db, 20);
       const key = `inputs/wf-story-${Date.now()}.jpg`;
       await stack.store.put(key, Buffer.from(await jpegBase64(), 'base64'));
       const actionId = await placeAction(stack.db, accountId, { inputs: [key], hold: 5 });
       assert.equal((await runAction(stack, accountId, actionId)).status, 'completed');
       assert.deepEqual(await storyOf(stack, actionId), [
-        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'completeAction@local', 'planDeliveries@local',
+        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'completeAndPlanDeliveries@local',
       ]);
 
       const refused = await placeAction(stack.db, accountId, { inputs: [await storedInput(Buffer.from('garbage'))], hold: 5 });
       assert.equal((await runAction(stack, accountId, refused)).status, 'failed');
       assert.deepEqual(await storyOf(stack, refused), [
-        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'failAction@local', 'planDeliveries@local',
+        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'failAndPlanDeliveries@local',
       ]);
     });
 
