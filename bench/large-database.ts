@@ -1,7 +1,8 @@
 /**
  * Cost as the work grows: the same figures on a new database of their own holding only the measured account (small),
  * then again after it has been grown to `total` actions over `accounts` accounts, each action with its project, card, hold (charged), ledger row
- * and three events (pending, processing, completed), one in ten a v2 job's. The measured account is the same in
+ * and three events (pending, processing, completed), one in ten a v2 job's, made over the month before the last hour
+ * (a live database's recent minutes hold the work of its workers, which the phase does not imitate). The measured account is the same in
  * both: 2,000 actions of its own (200 of them tagged with a `client_group_id`) in 200 projects, and a v2 job; the
  * other accounts' rows are what grows.
  * Each figure on the large database must stay within 1.25x of the small one's (indexes where plans scan, keyset
@@ -19,6 +20,8 @@ import { stat } from './stats';
 
 
 const OWN_ACTIONS = 2_000;
+/** The seeded actions' age: a month. */
+const HISTORY_SECONDS = 30 * 24 * 3600;
 const GROUP = 'bench-large-group';
 
 /**
@@ -36,7 +39,9 @@ async function insertActions(db: DataSource, accountIds: number[], count: number
     const accountOf = { sql: `($1::int[])[1 + (g / 10) % ${accountIds.length}]` };
     const ids = [accountIds];
     const series = `FROM generate_series(0, ${count - 1}) g`;
-    const created = `now() - make_interval(secs => ${count} - g)`;
+    // Spread over the month before the hour before now: history, not a burst of completions the reconciler's pass
+    // (which reads the last minute's completions) would find as if a thousand workers had just finished them.
+    const created = `now() - interval '1 hour' - make_interval(secs => (${count} - g) * ${HISTORY_SECONDS / count})`;
     await runner.query(`INSERT INTO projects (id, account_id, name, source, created_at, updated_at)
       SELECT ${base} + g / 10, ${accountOf.sql}, 'bench ' || g / 10, 'api', ${created}, ${created} ${series} WHERE g % 10 = 0`, ids);
     await runner.query(`INSERT INTO cards (id, account_id, project_id, status, content_type, aspect_ratio, active_action_id, created_at, updated_at)
