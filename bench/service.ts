@@ -4,7 +4,6 @@
  * of its own, so the workflows one phase leaves unstarted never reach another phase's worker.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
@@ -260,7 +259,6 @@ export const randomSecret = () => randomBytes(32).toString('hex');
  */
 export function serviceEnv(dataDir: string): Record<string, string> {
   return {
-    ...npmStartEnv(),
     ASSET_STORE: 'file',
     ASSETS_DIR: path.join(dataDir, 'assets'),
     ASSET_SIGNING_SECRET: randomSecret(),
@@ -274,16 +272,6 @@ export function serviceEnv(dataDir: string): Record<string, string> {
     // No reconciliation of the actions a phase leaves unstarted on purpose.
     RECONCILE_GRACE_SECONDS: '86400',
   };
-}
-
-/**
- * The variables `npm start` sets before it runs the service (package.json: glibc's malloc arenas, see
- * docs/configuration.md), so that every measured process runs as `npm start` runs it.
- */
-export function npmStartEnv(): Record<string, string> {
-  const script: string = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')).scripts.start;
-  const command = script.split('&&').pop()!.trim();
-  return Object.fromEntries([...command.matchAll(/(?:^|\s)([A-Z_]+)=(\S+)/g)].map(([, name, value]) => [name, value]));
 }
 
 /** The JSON body of every POST /generate/photo: a small JPEG, 1K, product name and category sent (no analysis). */

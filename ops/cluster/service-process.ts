@@ -10,6 +10,13 @@ import { stopChild } from '../tools/tool-process';
 
 const MAIN = path.resolve(__dirname, '../../app/main.js');
 
+/**
+ * What the npm scripts set before they run the service (package.json `start`, `start:api`, `start:worker`; tested),
+ * given to every process started here as well unless the environment sets it: glibc's malloc arenas (see
+ * docs/configuration.md), so that the cluster, the benchmark and the fault suite run the service as `npm start` does.
+ */
+export const NPM_START_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+
 export type ServiceMode = 'all' | 'api' | 'worker';
 
 export interface ServiceProcess {
@@ -29,7 +36,7 @@ const READY_TIMEOUT_MS = 120_000;
 export async function startServiceProcess(
   mode: ServiceMode, env: Record<string, string>, options: { logFile?: string } = {},
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [MAIN, mode], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, mode], { env: { ...NPM_START_ENV, ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   if (options.logFile) {
     mkdirSync(path.dirname(options.logFile), { recursive: true });

@@ -76,7 +76,8 @@ export async function restoreDelivery(db: DataSource, deliveryId: string, previo
  * The deliveries of an action's outcome, planned in one statement: one row per subscribed active webhook of the
  * account and one for the action's ad-hoc `webhook_url`, each made once (a repeat finds the rows made before). A row
  * a concurrent run of the same plan commits while this one runs is in neither's answer but the one that made it
- * (which starts its delivery); a delivery whose workflow never started is started by the reconciler.
+ * (which starts its delivery); a delivery whose workflow never started is started by the reconciler. Only the
+ * outcome the action has is announced: a failure planned for an action cancelled meanwhile plans nothing.
  * `events`: the event of each action type and outcome (`{"generate": {"completed": "generation.completed"}}`).
  */
 export async function planDeliveryRows(
@@ -84,7 +85,7 @@ export async function planDeliveryRows(
 ): Promise<Array<{ id: string; event: string; max_attempts: number; webhook_id: number | null }>> {
   return sqlRows(db.manager,
     `WITH target AS (
-       SELECT id, account_id, webhook_url, $2::jsonb -> type ->> $3 AS event FROM actions WHERE id = $1
+       SELECT id, account_id, webhook_url, $2::jsonb -> type ->> $3 AS event FROM actions WHERE id = $1 AND status = $3
      ), registered AS (
        INSERT INTO webhook_deliveries (account_id, webhook_id, action_id, event, url, max_attempts)
        SELECT w.account_id, w.id, t.id, t.event, w.url, $4 FROM webhooks w JOIN target t ON t.account_id = w.account_id

@@ -164,7 +164,14 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
     const [{ status }] = await db.query('SELECT status FROM actions WHERE id = $1', [failed]);
     assert.equal(status, 'failed');
 
-    // A completion that finds the action cancelled plans nothing.
+    // A failure that finds the action cancelled meanwhile (a cancel through the API) announces nothing.
+    const cancelledFirst = await placeAction(db, accountId, { hold: 5 });
+    await db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [cancelledFirst, 'https://receiver.example/hook']);
+    await run('cancelAction', cancelledFirst);
+    assert.deepEqual((await run('failAndPlanDeliveries', cancelledFirst, 'The provider refused')).deliveries, []);
+    assert.equal((await db.query('SELECT status FROM actions WHERE id = $1', [cancelledFirst]))[0].status, 'cancelled');
+
+    // A completion that finds the action closed elsewhere plans nothing.
     const cancelled = await placeAction(db, accountId, { hold: 5 });
     await db.query('UPDATE actions SET webhook_url = $2 WHERE id = $1', [cancelled, 'https://receiver.example/hook']);
     await run('failAction', cancelled, 'cancelled elsewhere');
