@@ -12,8 +12,6 @@ import { OutboundFailed, OutboundRefused } from '../src/net/outbound';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';
 
-export type { DeliveryPlan, PlannedDelivery } from '../src/webhooks/store';
-
 /** Seconds from a Retry-After header (delta seconds or an HTTP date), within reason. */
 function retryAfterMs(header: string | string[] | undefined): number | undefined {
   const value = Array.isArray(header) ? header[0] : header;

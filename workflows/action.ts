@@ -3,8 +3,9 @@
  * on the provider's own task queue (`generateAsset`, or `advanceVideoRender` steps with timers between), then the
  * finalisation: charge and complete, or release and fail, each with its deliveries planned in the same step
  * (`completeAndPlanDeliveries`, `failAndPlanDeliveries`), or, when cancelled during the render, release and cancel
- * (`cancelAction`); last, one child workflow per planned webhook delivery. Activities do the work; this file only decides. Bookkeeping runs outside cancellation, so
- * a cancel request can stop the render but never half a settlement.
+ * (`cancelAction`); last, one child workflow per planned webhook delivery. Activities do the work; this file only
+ * decides. Bookkeeping runs outside cancellation, so a cancel request can stop the render but never half a
+ * settlement.
  *
  * Since the `fused-steps` patch the bookkeeping steps (short database transactions) run as local activities: in
  * the worker that runs the workflow, within its workflow task, each recorded as a marker in the history, so that

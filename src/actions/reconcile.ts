@@ -21,7 +21,7 @@ import type { DataSource } from 'typeorm';
 import { ADVISORY_LOCKS, CONNECTION_SETTINGS, databaseUrlOf } from '../db/data-source';
 import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } from './lifecycle';
 import { sqlRows } from '../db/sql';
-import { EVENTS_BY_TYPE } from '../webhooks/events';
+import { EVENTS_BY_TYPE_JSON } from '../webhooks/events';
 import { log } from '../log';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
 import { startAnnouncement, startDeliveryWorkflow } from '../temporal/starts';
@@ -99,9 +99,6 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
   });
 }
 
-/** Each action type's events by outcome, as JSON for the query below: `{"photo": {"completed": ..., "failed": ...}}`. */
-const EVENTS = JSON.stringify(EVENTS_BY_TYPE);
-
 /** How far behind its last horizon a pass looks again: a completion committed late (a long transaction) is not missed. */
 const HORIZON_MARGIN_SECONDS = 60;
 
@@ -137,7 +134,7 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
         AND (a.webhook_url IS NOT NULL OR EXISTS (
               SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active
                  AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at))
-      ORDER BY a.completed_at, a.id LIMIT ${PAGE_ROWS}`, [cutoff, EVENTS, after.completedAt, after.id]),
+      ORDER BY a.completed_at, a.id LIMIT ${PAGE_ROWS}`, [cutoff, EVENTS_BY_TYPE_JSON, after.completedAt, after.id]),
   (row) => ({ completedAt: row.completed_at, id: row.action_id }), { completedAt: since, id: 0 },
   (rows) => {
     reached = rows[rows.length - 1].completed_at;

@@ -26,6 +26,9 @@ export const EVENTS_BY_TYPE: Record<ActionType, Record<'completed' | 'failed', W
   ACTION_TYPES.map((type) => [type, { completed: eventFor(type, 'completed'), failed: eventFor(type, 'failed') }]),
 ) as Record<ActionType, Record<'completed' | 'failed', WebhookEvent>>;
 
+/** EVENTS_BY_TYPE as a statement's jsonb parameter (`$n::jsonb -> type ->> status`). */
+export const EVENTS_BY_TYPE_JSON = JSON.stringify(EVENTS_BY_TYPE);
+
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString('base64url')}`;
 }

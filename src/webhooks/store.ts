@@ -7,7 +7,7 @@ import type { DataSource } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
 import { lockAccount } from '../accounts/accounts';
 import { ValidationFailed } from '../errors';
-import { AD_HOC_ATTEMPTS, EVENTS_BY_TYPE, MAX_WEBHOOKS, REGISTERED_ATTEMPTS } from './events';
+import { AD_HOC_ATTEMPTS, EVENTS_BY_TYPE_JSON, MAX_WEBHOOKS, REGISTERED_ATTEMPTS } from './events';
 
 export interface WebhookRow { id: number; url: string; events: string[]; is_active: boolean; created_at: Date; updated_at?: Date }
 
@@ -72,18 +72,20 @@ export async function restoreDelivery(db: DataSource, deliveryId: string, previo
   await db.query(`UPDATE webhook_deliveries SET status = $2 WHERE id = $1 AND status = 'pending'`, [deliveryId, previousStatus]);
 }
 
+export interface PlannedDelivery { deliveryId: string; event: string; maxAttempts: number; registered: boolean }
+/** An outcome's deliveries, as the workflow that announces it starts them (one child workflow each). */
+export interface DeliveryPlan { deliveries: PlannedDelivery[]; retryInitialMs: number }
+
 /**
  * The deliveries of an action's outcome, planned in one statement: one row per subscribed active webhook of the
  * account and one for the action's ad-hoc `webhook_url`, each made once (a repeat finds the rows made before). A row
  * a concurrent run of the same plan commits while this one runs is in neither's answer but the one that made it
  * (which starts its delivery); a delivery whose workflow never started is started by the reconciler. Only the
  * outcome the action has is announced: a failure planned for an action cancelled meanwhile plans nothing.
- * `events`: the event of each action type and outcome (`{"generate": {"completed": "generation.completed"}}`).
+ * Shaped for the workflow that starts them (one child workflow each).
  */
-export async function planDeliveryRows(
-  db: DataSource, actionId: number, outcome: 'completed' | 'failed', events: Record<string, Record<string, string>>,
-): Promise<Array<{ id: string; event: string; max_attempts: number; webhook_id: number | null }>> {
-  return sqlRows(db.manager,
+export async function planDeliveries(db: DataSource, actionId: number, outcome: 'completed' | 'failed', retryInitialMs: number): Promise<DeliveryPlan> {
+  const rows = await sqlRows<{ id: string; event: string; max_attempts: number; webhook_id: number | null }>(db.manager,
     `WITH target AS (
        SELECT id, account_id, webhook_url, $2::jsonb -> type ->> $3 AS event FROM actions WHERE id = $1 AND status = $3
      ), registered AS (
@@ -100,16 +102,7 @@ export async function planDeliveryRows(
        SELECT * FROM registered UNION ALL SELECT * FROM ad_hoc
        UNION ALL SELECT d.id, d.event, d.max_attempts, d.webhook_id, d.created_at FROM webhook_deliveries d JOIN target t ON d.action_id = t.id AND d.event = t.event
      ) planned ORDER BY created_at, id`,
-    [actionId, JSON.stringify(events), outcome, REGISTERED_ATTEMPTS, AD_HOC_ATTEMPTS]);
-}
-
-export interface PlannedDelivery { deliveryId: string; event: string; maxAttempts: number; registered: boolean }
-/** An outcome's deliveries, as the workflow that announces it starts them (one child workflow each). */
-export interface DeliveryPlan { deliveries: PlannedDelivery[]; retryInitialMs: number }
-
-/** The deliveries of an action's outcome (planDeliveryRows), shaped for the workflow that starts them. */
-export async function planDeliveries(db: DataSource, actionId: number, outcome: 'completed' | 'failed', retryInitialMs: number): Promise<DeliveryPlan> {
-  const rows = await planDeliveryRows(db, actionId, outcome, EVENTS_BY_TYPE);
+    [actionId, EVENTS_BY_TYPE_JSON, outcome, REGISTERED_ATTEMPTS, AD_HOC_ATTEMPTS]);
   return {
     deliveries: rows.map((r) => ({ deliveryId: r.id, event: r.event, maxAttempts: r.max_attempts, registered: r.webhook_id !== null })),
     retryInitialMs,
