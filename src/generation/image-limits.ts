@@ -39,16 +39,17 @@ export function sizeRefusal(width: number, height: number, maxPixels = MAX_IMAGE
 }
 
 /**
- * Decodes every pixel once (a header can be intact in front of truncated or corrupt data), in one pass and in
- * bounded memory: a shrink to 1/8 of each side reads every row and column of the full-size decode (no
- * shrink-on-load, which would skip JPEG detail) and keeps only a 1/64 image. About as fast as a plain decode, and
- * 7-8 times cheaper than `stats()`, which runs several passes (statistics, histogram, a sharpness convolution).
- * Colour profiles are not applied: nothing looks at the colours. Rejects with sharp's error when the data is not
- * a whole image.
+ * Decodes the whole image once (a header can be intact in front of truncated or corrupt data), in one pass and in
+ * bounded memory, keeping only a 1/64 image. A JPEG or WebP is shrunk while it loads: its decoder still reads and
+ * checks every block of the compressed data (truncated or damaged data is refused exactly as by a full-size decode,
+ * test/generation/image-limits.test.ts), and only the inverse transform runs at 1/8 of each side: about a quarter
+ * less CPU than a full-size decode. A PNG is inflated whole. Colour profiles are not applied: nothing looks at the
+ * colours. Rejects with sharp's error when the data is not a whole image.
  */
 export async function decodeEveryPixel(bytes: Buffer, width: number, height: number): Promise<void> {
+  // Whole eighths, so that the decoder's own 1/8 scale is the shrink it picks (a rounded-up size would make it 1/4).
   await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS, ignoreIcc: true })
-    .resize({ width: Math.ceil(width / 8), height: Math.ceil(height / 8), fit: 'fill', fastShrinkOnLoad: false })
+    .resize({ width: Math.max(1, Math.floor(width / 8)), height: Math.max(1, Math.floor(height / 8)), fit: 'fill' })
     .raw()
     .toBuffer();
 }

@@ -11,6 +11,7 @@ import { actionWorkflowId, jobWorkflowId } from '../temporal/contract';
 import { workflowState } from '../temporal/workflow-state';
 import type { Services } from '../services';
 import { sqlRow } from '../db/sql';
+import { prepared, preparedRow } from '../db/prepared';
 import { IDEMPOTENCY_WINDOW_SECONDS } from '../housekeeping/retention';
 import { AppError, generationUnavailable } from '../errors';
 
@@ -50,10 +51,12 @@ const KEY_ROW = `SELECT k.request_hash, k.response_status, k.response_body, k.ac
                    FROM idempotency_keys k LEFT JOIN actions a ON a.id = k.action_id LEFT JOIN jobs j ON j.action_id = k.action_id
                   WHERE k.account_id = $1 AND k.scope = $2 AND k.key = $3`;
 
+/** A fresh key's row: asked by every request that sends a key, so prepared once per connection. */
+const FRESH_KEY_ROW = prepared('idempotency_fresh_key_row', `${KEY_ROW} AND k.created_at > now() - make_interval(secs => $4)`);
+
 /** The stored response of a fresh earlier request with this key, if any (the cheap check before any work). */
 export async function findReplay(db: DataSource, claim: IdempotencyClaim): Promise<(StoredResponse & { inFlight: boolean }) | undefined> {
-  const row = await sqlRow<KeyRow>(db.manager, `${KEY_ROW} AND k.created_at > now() - make_interval(secs => $4)`,
-    [claim.accountId, claim.scope, claim.key, IDEMPOTENCY_WINDOW_SECONDS]);
+  const row = await preparedRow<KeyRow>(db, FRESH_KEY_ROW, [claim.accountId, claim.scope, claim.key, IDEMPOTENCY_WINDOW_SECONDS]);
   return row ? replayOrConflict(claim, row) : undefined;
 }
 

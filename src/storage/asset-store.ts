@@ -108,12 +108,20 @@ export class FileAssetStore implements AssetStore {
     return path.join(this.root, key);
   }
 
-  /** Writes atomically (temp file + rename), so a reader never sees half a file and a retry simply overwrites. */
+  /**
+   * Writes atomically (temp file + rename), so a reader never sees half a file and a retry simply overwrites. The
+   * folder is made only when the write finds it missing: most keys go into a folder that exists already.
+   */
   async put(key: string, bytes: Buffer): Promise<void> {
     const file = this.resolve(key);
-    await mkdir(path.dirname(file), { recursive: true });
     const tmp = `${file}.${randomUUID()}.tmp`;
-    await writeFile(tmp, bytes);
+    try {
+      await writeFile(tmp, bytes);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(tmp, bytes);
+    }
     await rename(tmp, file);
   }
 
