@@ -8,6 +8,7 @@
  * - `<key>` a figure (`svc.post_api`, `floor.accept`, ...) with `<field>` one of `median`, `min`, `max`, `p50`, `p99`,
  *   `floor` (its floor's median) or `ratio`; or `cpu:<figure>` with a CPU group (`service`, `temporal`, `postgres`,
  *   `postgresShared`, `harness`, `other`), `total`, `busy` or `ceiling`; or `large:<figure>` with `small`, `large` or `ratio`; or
+ *   `item:<part>` (an accept's part measured apart: `body`, `image_check`, ...) with `harness`, `postgres`, `temporal` or `total`; or
  *   `start` with `healthy` (seconds), `idle`, `peak` or `after` (MiB).
  * A backend the run did not measure reads "n/a"; a key or field that does not exist stops the rendering (a typo).
  */
@@ -34,6 +35,12 @@ function value(b: BackendReport, key: string, field: string): number | null | un
     if (field === 'large') return row.large?.median;
     if (field === 'ratio') return row.ratio;
     throw new Error(`no field ${field} of ${key}`);
+  }
+  if (key.startsWith('item:')) {
+    const row = (b.acceptItems ?? []).find((r) => r.key === key.slice(5));
+    if (!row) throw new Error(`no accept part ${key}`);
+    if (!(field in row.ms)) throw new Error(`no field ${field} of ${key}`);
+    return row.ms[field as keyof typeof row.ms]?.median;
   }
   if (key === 'start') {
     if (field === 'healthy') return b.restart?.healthyMs ? b.restart.healthyMs.median / 1000 : undefined;

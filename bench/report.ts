@@ -7,6 +7,26 @@ import { CPU_GROUP_LABELS, CPU_GROUPS, CpuGroup } from './cpu';
 import type { Figures, Measured } from './measured';
 import { Stat, stat } from './stats';
 
+/** The groups of processes a part of an accept measured apart can be counted in: this process, the service's Postgres, Temporal. */
+export const ITEM_GROUPS = ['harness', 'postgres', 'temporal'] as const satisfies readonly CpuGroup[];
+type ItemGroup = typeof ITEM_GROUPS[number];
+
+/**
+ * The parts of an accept beyond its floor that bench/accept-items.ts measures apart, in the order the report shows
+ * them, with the processes each one's CPU is counted in (this process always; the service's Postgres for a
+ * statement; Temporal for a start): a process a part does not use would add only its idle noise.
+ */
+export const ACCEPT_ITEMS = {
+  body: { label: 'the JSON body parsed, its image\'s base64 decoded', groups: ['harness'] },
+  image_check: { label: 'the image checked (header, every pixel decoded once)', groups: ['harness'] },
+  store_input: { label: 'the input stored (temp file, rename)', groups: ['harness'] },
+  idempotency_lookup: { label: 'the Idempotency-Key looked up before any work (one prepared select)', groups: ['harness', 'postgres'] },
+  start_service: { label: 'the service\'s workflow start (arguments, id policy, two search attributes, summary)', groups: ['harness', 'temporal'] },
+  start_bare: { label: 'a bare workflow start (the floor\'s)', groups: ['harness', 'temporal'] },
+} as const satisfies Record<string, { label: string; groups: readonly ItemGroup[] }>;
+export type AcceptItem = keyof typeof ACCEPT_ITEMS;
+
+
 export type Backend = 'dev' | 'server';
 
 export interface Row {
@@ -33,6 +53,13 @@ export interface LargeRow {
   small: Stat | null;
   large: Stat | null;
   ratio: number | null;
+}
+
+/** One part of an accept measured apart: CPU milliseconds per run by group of processes, and their sum. */
+export interface AcceptItemRow {
+  key: AcceptItem;
+  label: string;
+  ms: Record<typeof ITEM_GROUPS[number] | 'total', Stat | null>;
 }
 
 export interface Target {
@@ -67,6 +94,8 @@ export interface BackendReport {
   startMemory?: { jobs: number; idleMiB: Stat | null; peakMiB: Stat | null; afterMiB: Stat | null };
   /** `npm start` of an unchanged checkout, from the command to a healthy answer. */
   restart?: { healthyMs: Stat | null };
+  /** The parts of an accept beyond its floor, each measured apart (absent in reports made before it). */
+  acceptItems?: AcceptItemRow[];
   /** The figures measured again on a database of `largeActions` actions, beside their small-database figure. */
   largeActions?: number;
   large?: LargeRow[];
@@ -176,6 +205,10 @@ export function backendReport(
     idleStreams: { clients: steps.idleStreams, rssBeforeMiB: figure('sse.rss_before'), rssAfterMiB: figure('sse.rss_after'), growthMiB: figure('sse.growth') },
     restart: { healthyMs: figure('start.healthy') },
     startMemory: { jobs: steps.burstJobs, idleMiB: figure('start.idle'), peakMiB: figure('start.peak'), afterMiB: figure('start.after') },
+    acceptItems: (Object.keys(ACCEPT_ITEMS) as AcceptItem[]).map((key) => ({
+      key, label: ACCEPT_ITEMS[key].label,
+      ms: Object.fromEntries([...ITEM_GROUPS, 'total'].map((g) => [g, figure(`item.${key}.${g}`)])) as AcceptItemRow['ms'],
+    })),
     largeActions: figure('large.actions')?.median ?? steps.largeActions,
     large: Object.entries(LARGE_FIGURES).map(([key, { label, unit }]) => {
       const small = figure(`large.${key}.small`);
@@ -351,6 +384,39 @@ export function cpuSection(b: BackendReport): string[] {
   return out;
 }
 
+/**
+ * The accept's parts beyond its floor, measured apart, and what is left of the API process's excess over the floor
+ * process once they are taken away (the rest of the route: middleware, validation, price, project, statement, answer).
+ */
+export function acceptItemsSection(b: BackendReport): string[] {
+  const items = (b.acceptItems ?? []).filter((r) => r.ms.total !== null);
+  if (items.length === 0) return [];
+  const ms = (v: Stat | null | undefined) => (v ? `${v.median.toFixed(2)} (${v.min.toFixed(2)}-${v.max.toFixed(2)})` : 'n/a');
+  const out = [
+    'What `POST /generate/photo` does beyond its accept floor, each part measured apart in the harness process (bench/accept-items.ts), CPU milliseconds per run, medians of the repetitions with min and max:',
+    '',
+    `| part | ${ITEM_GROUPS.map((g) => CPU_GROUP_LABELS[g].replace(' (load generator)', ' (the part itself)')).join(' | ')} | total |`,
+    `| --- | ${ITEM_GROUPS.map(() => '---').join(' | ')} | --- |`,
+    ...items.map((r) => `| ${r.label} | ${ITEM_GROUPS.map((g) => ((ACCEPT_ITEMS[r.key].groups as readonly ItemGroup[]).includes(g) ? ms(r.ms[g]) : '-')).join(' | ')} | ${ms(r.ms.total)} |`),
+    '',
+  ];
+  const part = (key: AcceptItem) => items.find((r) => r.key === key)?.ms.total?.median;
+  const service = b.cpu.find((r) => r.key === 'svc.post_api');
+  const floor = b.cpu.find((r) => r.key === 'floor.accept');
+  const parts = (['body', 'image_check', 'store_input', 'idempotency_lookup'] as const).map(part);
+  const [serviceStart, bareStart] = [part('start_service'), part('start_bare')];
+  if (service?.totalMs && floor?.totalMs && parts.every((v) => v !== undefined) && serviceStart !== undefined && bareStart !== undefined) {
+    const excess = service.totalMs - floor.totalMs;
+    const itemised = parts.reduce((a, v) => a + v!, 0) + (serviceStart - bareStart);
+    out.push(`- An accepted request cost ${excess.toFixed(2)} ms more than a floor accept under load (the CPU table above). The parts measured apart ` +
+      `account for ${itemised.toFixed(2)} ms of it: the body ${parts[0]!.toFixed(2)}, the image check ${parts[1]!.toFixed(2)}, storing the input ${parts[2]!.toFixed(2)}, ` +
+      `the Idempotency-Key look-up ${parts[3]!.toFixed(2)}, the service's start ${(serviceStart - bareStart).toFixed(2)} beyond a bare one. ` +
+      `The other ${(excess - itemised).toFixed(2)} ms are the rest of the route (middleware, validation, price, project, the accepting statement, the answer) ` +
+      'and what a busier machine costs every process (a start costs Temporal more CPU the fewer arrive a second).', '');
+  }
+  return out;
+}
+
 export function renderMarkdown(report: Report, howToRun: string, analysis = ''): string {
   const out: string[] = [
     '# Benchmarks',
@@ -369,6 +435,7 @@ export function renderMarkdown(report: Report, howToRun: string, analysis = ''):
   for (const b of report.backends) {
     out.push(`## Temporal backend: ${b.backend === 'dev' ? 'the dev server (Temporal CLI, SQLite file)' : 'the Temporal server on Postgres'}`, '', backendTable(b), '');
     out.push(...cpuSection(b));
+    out.push(...acceptItemsSection(b));
     if (b.notes.length) out.push(...b.notes.map((n) => `- ${n}`), '');
   }
   out.push('## The provider\'s own cost (measured apart, normal mode, no delay, one at a time in the harness process)', '',

@@ -26,6 +26,7 @@ import { measureRestart } from './restart';
 import { measureStartMemory } from './start-memory';
 import { measureLargeDatabase } from './large-database';
 import { measureProviderCost } from './provider-cost';
+import { measureAcceptItems } from './accept-items';
 import { Backend, backendReport, BackendReport, backendTable, renderMarkdown, Report, row } from './report';
 import { measureAccept, measureService, photoBody, ServiceContext, serviceEnv } from './service';
 import { BenchMode, BenchSettings, settingsFor } from './settings';
@@ -166,6 +167,8 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
         await measureHttpFloors(floorCtx, figures);
       });
       await phase(`${backend}: POST /generate/photo, API process alone, in turn with the accept floor`, notes, () => measureAccept(ctx, 'api', figures));
+      await phase(`${backend}: the accept's parts beyond its floor, measured apart`, notes,
+        () => measureAcceptItems({ ...ctx, dataDir: backendDir }, figures, settings.repeats, settings.acceptItemRuns));
       await phase(`${backend}: POST /generate/photo, all mode`, notes, () => measureAccept(ctx, 'all', figures));
       await phase(`${backend}: POST /generate/photo, all mode, real renders meanwhile`, notes, () => measureAccept(ctx, 'all-real', figures));
       await phase(`${backend}: ${settings.idleStreams} idle live-progress streams`, notes, () => measureIdleStreams(ctx, figures));

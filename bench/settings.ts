@@ -30,14 +30,16 @@ export interface BenchSettings {
   /** Actions (over `largeAccounts` accounts) the database is grown to for the large-database figures (dev server's run only). */
   largeActions: number;
   largeAccounts: number;
+  /** Runs of each part of an accept measured apart, per repetition (bench/accept-items.ts). */
+  acceptItemRuns: number;
 }
 
 export function settingsFor(mode: BenchMode): BenchSettings {
   if (mode === 'full') {
-    return { mode, repeats: 3, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000 };
+    return { mode, repeats: 3, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000, acceptItemRuns: 300 };
   }
   if (mode === 'quick') {
-    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, floorBatch: 60, jobBatch: 20, webhookBatch: 10, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000, restartRuns: 2, burstJobs: 100, largeActions: 100_000, largeAccounts: 1_000 };
+    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, floorBatch: 60, jobBatch: 20, webhookBatch: 10, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000, restartRuns: 2, burstJobs: 100, largeActions: 100_000, largeAccounts: 1_000, acceptItemRuns: 100 };
   }
-  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, floorBatch: 10, jobBatch: 5, webhookBatch: 2, inFlightSteps: [1], providerRepeats: 1, idleStreams: 20, restartRuns: 1, burstJobs: 10, largeActions: 5_000, largeAccounts: 10 };
+  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, floorBatch: 10, jobBatch: 5, webhookBatch: 2, inFlightSteps: [1], providerRepeats: 1, idleStreams: 20, restartRuns: 1, burstJobs: 10, largeActions: 5_000, largeAccounts: 10, acceptItemRuns: 5 };
 }

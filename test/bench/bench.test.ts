@@ -13,6 +13,7 @@ import { stopAll } from '../../bench/processes';
 import { backendReport, renderMarkdown, Report } from '../../bench/report';
 import { resolveAnalysis } from '../../bench/analysis';
 import { measureIdleStreams } from '../../bench/live-streams';
+import { measureAcceptItems } from '../../bench/accept-items';
 import { measureAccept, photoBody, ServiceContext, serviceEnv } from '../../bench/service';
 import { settingsFor } from '../../bench/settings';
 import { newAccount, placeAction } from '../support/fixtures';
@@ -42,6 +43,7 @@ describe('benchmark harness (smoke)', function () {
         env: serviceEnv(dataDir),
       };
       await measureAccept(ctx, 'api', figures);
+      await measureAcceptItems(ctx, figures, 1, 20);
       await measureIdleStreams(ctx, figures);
 
       const report = backendReport('dev', figures, settings, []);
@@ -70,6 +72,15 @@ describe('benchmark harness (smoke)', function () {
         assert.ok(cpu.perOperationMs.service! > 0 && cpu.perOperationMs.temporal! > 0 && cpu.totalMs! > 0, JSON.stringify(cpu));
         assert.ok(cpu.ceilingPerSecond! > 0);
       }
+
+      // The accept's parts measured apart (at /proc's 10 ms resolution over 20 runs, the smallest may read 0): each is
+      // measured, the image check and the starts cost something, and Temporal counts for the starts only.
+      const parts = new Map(report.acceptItems!.map((r) => [r.key, r.ms]));
+      for (const key of ['body', 'image_check', 'store_input', 'idempotency_lookup', 'start_service', 'start_bare'] as const) {
+        assert.ok(parts.get(key)!.total!.median >= parts.get(key)!.harness!.median, key);
+      }
+      assert.ok(parts.get('image_check')!.total!.median > 0 && parts.get('start_service')!.temporal!.median > 0);
+      assert.equal(parts.get('image_check')!.temporal, null);
 
       const markdown = renderMarkdown(full, 'npm run bench', resolveAnalysis('## Analysis\n\nAccepted {{dev svc.post_api ratio}} of the accept floor; on the server {{server svc.post_api ratio}}.', full));
       assert.match(markdown, /\| POST \/generate\/photo accepted, API process alone \| req\/s \| [\d.]+ \|/);
