@@ -5,6 +5,7 @@ import { createActivities, ActivityDeps } from '../activities';
 import { sdkLogger } from '../src/log';
 import { tracing } from '../src/telemetry/spans';
 import { providerTaskQueue } from '../src/temporal/contract';
+import { cachedWorkflowBundle } from './workflow-bundle';
 
 let runtimeInstalled = false;
 
@@ -156,7 +157,8 @@ export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker
     connection,
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
-    ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    // With tracing on, the SDK bundles at start with the interceptor modules; else the bundle of this code, made once.
+    ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : tracing() ? { workflowsPath: require.resolve('../workflows') } : { workflowBundle: await cachedWorkflowBundle() }),
     activities: createActivities(setup.deps),
     shutdownGraceTime: '20 seconds',
     ...(setup.yieldToApi ? { tuner: YIELDING_TUNER, maxCachedWorkflows: YIELDING_CACHED_WORKFLOWS } : {}),

@@ -1,0 +1,68 @@
+/**
+ * The workflow bundle a worker runs, made once per version of the code instead of at every start: webpack takes
+ * about two seconds of a worker's start (four on a slow machine), most of a restart of `npm start`. The bundle is
+ * kept in `node_modules/.cache/product-imagery/workflow-bundles/<hash>.js`, named by the hash of every compiled file
+ * a workflow may import (`dist/workflows`, `dist/src`: the layering lint keeps workflows to those) and of the SDK's
+ * version, so a changed file makes a new bundle and a stale one is never run. Where the cache cannot be written (a
+ * read-only image), the bundle is made in memory, as the SDK does. Workers with tracing on bundle at start: their
+ * bundle holds the interceptor modules too.
+ */
+import { createHash } from 'node:crypto';
+import { access, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { log } from '../src/log';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+export interface BundleSources {
+  /** The workflows' entry module. */
+  workflowsPath: string;
+  /** Folders whose `.js` files the bundle may be made from: any change in them makes a new bundle. */
+  sources: string[];
+  /** Where bundles are kept. */
+  cacheDir: string;
+}
+
+export const DEFAULT_BUNDLE_SOURCES: BundleSources = {
+  workflowsPath: require.resolve('../workflows'),
+  sources: [path.join(ROOT, 'dist', 'workflows'), path.join(ROOT, 'dist', 'src')],
+  cacheDir: path.join(ROOT, 'node_modules', '.cache', 'product-imagery', 'workflow-bundles'),
+};
+
+async function jsFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile() && e.name.endsWith('.js')).map((e) => path.join(e.parentPath, e.name)).sort();
+}
+
+/** The hash of the SDK's version and of every source file's path and content. */
+async function sourcesHash(sources: string[]): Promise<string> {
+  const hash = createHash('sha256');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the installed SDK's version, read once
+  hash.update(`@temporalio/workflow ${(require('@temporalio/workflow/package.json') as { version: string }).version}\n`);
+  for (const dir of sources) {
+    for (const file of await jsFiles(dir)) hash.update(`${path.relative(ROOT, file)}\n`).update(await readFile(file)).update('\n');
+  }
+  return hash.digest('hex').slice(0, 32);
+}
+
+/**
+ * The bundle for the code as it is: the cached one when its hash matches, else a new one, cached for the next start
+ * (written to a temporary name and renamed, so that processes starting together never read half a file).
+ */
+export async function cachedWorkflowBundle(bundle: BundleSources = DEFAULT_BUNDLE_SOURCES): Promise<{ codePath: string } | { code: string }> {
+  const codePath = path.join(bundle.cacheDir, `${await sourcesHash(bundle.sources)}.js`);
+  if (await access(codePath).then(() => true, () => false)) return { codePath };
+  const { code } = await bundleWorkflowCode({ workflowsPath: bundle.workflowsPath });
+  const tmp = `${codePath}.${process.pid}.tmp`;
+  try {
+    await mkdir(bundle.cacheDir, { recursive: true });
+    await writeFile(tmp, code);
+    await rename(tmp, codePath);
+    return { codePath };
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    log.info('the workflow bundle cannot be cached; made in memory at every start', { dir: bundle.cacheDir, error: String(err) });
+    return { code };
+  }
+}
