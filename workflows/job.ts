@@ -38,8 +38,6 @@ const localBookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeep
 const providerRetry = { maximumAttempts: 1 };
 const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, retry: providerRetry });
 
-
-
 const settle = <T>(step: () => Promise<T>): Promise<T> => CancellationScope.nonCancellable(step);
 
 class JobCancelled extends Error {}
