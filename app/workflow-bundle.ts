@@ -2,13 +2,14 @@
  * The workflow bundle a worker runs, made once per version of the code instead of at every start: webpack takes
  * about two seconds of a worker's start (four on a slow machine), most of a restart of `npm start`. The bundle is
  * kept in `node_modules/.cache/product-imagery/workflow-bundles/<hash>.js`, named by the hash of every compiled file
- * a workflow may import (`dist/workflows`, `dist/src`: the layering lint keeps workflows to those) and of the SDK's
- * version, so a changed file makes a new bundle and a stale one is never run. Where the cache cannot be written (a
- * read-only image), the bundle is made in memory, as the SDK does. Workers with tracing on bundle at start: their
- * bundle holds the interceptor modules too.
+ * of the service a workflow may import (`dist/workflows`, `dist/src`: the layering lint keeps workflows to those)
+ * and of the installed packages (npm's record of the tree it installed, `node_modules/.package-lock.json`: the
+ * SDK, its bundler and every package a bundle takes in), so a changed file or package makes a new bundle. Where the
+ * cache cannot be written (a read-only image), the bundle is made in memory, as the SDK does. Workers with tracing on
+ * bundle at start: their bundle holds the interceptor modules too.
  */
-import { createHash } from 'node:crypto';
-import { access, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { log } from '../src/log';
@@ -20,6 +21,8 @@ export interface BundleSources {
   workflowsPath: string;
   /** Folders whose `.js` files the bundle may be made from: any change in them makes a new bundle. */
   sources: string[];
+  /** The record of the installed packages (a changed package makes a new bundle); read when it exists. */
+  packages: string;
   /** Where bundles are kept. */
   cacheDir: string;
 }
@@ -27,6 +30,7 @@ export interface BundleSources {
 export const DEFAULT_BUNDLE_SOURCES: BundleSources = {
   workflowsPath: require.resolve('../workflows'),
   sources: [path.join(ROOT, 'dist', 'workflows'), path.join(ROOT, 'dist', 'src')],
+  packages: path.join(ROOT, 'node_modules', '.package-lock.json'),
   cacheDir: path.join(ROOT, 'node_modules', '.cache', 'product-imagery', 'workflow-bundles'),
 };
 
@@ -35,12 +39,14 @@ async function jsFiles(dir: string): Promise<string[]> {
   return entries.filter((e) => e.isFile() && e.name.endsWith('.js')).map((e) => path.join(e.parentPath, e.name)).sort();
 }
 
-/** The hash of the SDK's version and of every source file's path and content. */
-async function sourcesHash(sources: string[]): Promise<string> {
+/** The hash of the installed packages' record and of every source file's path and content. */
+async function sourcesHash(bundle: BundleSources): Promise<string> {
   const hash = createHash('sha256');
+  // Without npm's record (an install by another tool), the SDK's version at least.
+  const packages = await readFile(bundle.packages).catch(() => undefined);
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- the installed SDK's version, read once
-  hash.update(`@temporalio/workflow ${(require('@temporalio/workflow/package.json') as { version: string }).version}\n`);
-  for (const dir of sources) {
+  hash.update(packages ?? `@temporalio/workflow ${(require('@temporalio/workflow/package.json') as { version: string }).version}`).update('\n');
+  for (const dir of bundle.sources) {
     for (const file of await jsFiles(dir)) hash.update(`${path.relative(ROOT, file)}\n`).update(await readFile(file)).update('\n');
   }
   return hash.digest('hex').slice(0, 32);
@@ -48,16 +54,23 @@ async function sourcesHash(sources: string[]): Promise<string> {
 
 /**
  * The bundle for the code as it is: the cached one when its hash matches, else a new one, cached for the next start
- * (written to a temporary name and renamed, so that processes starting together never read half a file).
+ * (written whole and synced under a name of its own, then renamed, so that processes starting together never read
+ * half a file; an empty file left by a crash of the machine is made again).
  */
 export async function cachedWorkflowBundle(bundle: BundleSources = DEFAULT_BUNDLE_SOURCES): Promise<{ codePath: string } | { code: string }> {
-  const codePath = path.join(bundle.cacheDir, `${await sourcesHash(bundle.sources)}.js`);
-  if (await access(codePath).then(() => true, () => false)) return { codePath };
+  const codePath = path.join(bundle.cacheDir, `${await sourcesHash(bundle)}.js`);
+  if (((await stat(codePath).catch(() => undefined))?.size ?? 0) > 0) return { codePath };
   const { code } = await bundleWorkflowCode({ workflowsPath: bundle.workflowsPath });
-  const tmp = `${codePath}.${process.pid}.tmp`;
+  const tmp = `${codePath}.${randomUUID()}.tmp`;
   try {
     await mkdir(bundle.cacheDir, { recursive: true });
-    await writeFile(tmp, code);
+    const file = await open(tmp, 'wx');
+    try {
+      await file.writeFile(code);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
     await rename(tmp, codePath);
     return { codePath };
   } catch (err) {

@@ -55,11 +55,12 @@ async function measureItem(figures: Figures, key: AcceptItem, database: string, 
 
 export async function measureAcceptItems(ctx: AcceptItemsContext, figures: Figures, rounds: number, n: number): Promise<void> {
   // As the API process runs it (app/main.ts): one libvips thread a pipeline, no operation cache.
-  const [concurrency, cached] = [sharp.concurrency(), sharp.cache().memory.max > 0];
+  const [concurrency, cache] = [sharp.concurrency(), sharp.cache()];
   sharp.concurrency(1);
   sharp.cache(false);
-  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  let connection: Connection | undefined;
   try {
+    connection = await Connection.connect({ address: ctx.temporalAddress });
     const temporal = new Client({ connection, namespace: 'default' });
     const database = new URL(ctx.databaseUrl).pathname.slice(1);
     const store = new FileAssetStore(path.join(ctx.dataDir, 'accept-items'));
@@ -85,8 +86,8 @@ export async function measureAcceptItems(ctx: AcceptItemsContext, figures: Figur
       }));
     }
   } finally {
-    await connection.close();
+    await connection?.close();
     sharp.concurrency(concurrency);
-    sharp.cache(cached);
+    sharp.cache({ memory: cache.memory.max, files: cache.files.max, items: cache.items.max });
   }
 }

@@ -40,16 +40,18 @@ export function sizeRefusal(width: number, height: number, maxPixels = MAX_IMAGE
 
 /**
  * Decodes the whole image once (a header can be intact in front of truncated or corrupt data), in one pass and in
- * bounded memory, keeping only a 1/64 image. A JPEG or WebP is shrunk while it loads: its decoder still reads and
- * checks every block of the compressed data (truncated or damaged data is refused exactly as by a full-size decode,
- * test/generation/image-limits.test.ts), and only the inverse transform runs at 1/8 of each side: about a quarter
- * less CPU than a full-size decode. A PNG is inflated whole. Colour profiles are not applied: nothing looks at the
- * colours. Rejects with sharp's error when the data is not a whole image.
+ * bounded memory, keeping only a 1/81 image. A JPEG is shrunk while it loads: libjpeg still reads and checks every
+ * block of the compressed data (truncated or damaged data is refused exactly as by a full-size decode,
+ * test/generation/image-limits.test.ts) and runs its inverse transform at 1/8 of each side: about a quarter less
+ * CPU than a full-size decode. A WebP is decoded whole and scaled as it is written out; a PNG is inflated whole.
+ * Colour profiles are not applied: nothing looks at the colours. Rejects with sharp's error when the data is not a
+ * whole image.
  */
 export async function decodeEveryPixel(bytes: Buffer, width: number, height: number): Promise<void> {
-  // Whole eighths, so that the decoder's own 1/8 scale is the shrink it picks (a rounded-up size would make it 1/4).
+  // A ninth of each side: sharp lets libjpeg scale by 1/8 only when the shrink is over 8 (at exactly 8 it takes 1/4,
+  // for libjpeg's rounding).
   await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS, ignoreIcc: true })
-    .resize({ width: Math.max(1, Math.floor(width / 8)), height: Math.max(1, Math.floor(height / 8)), fit: 'fill' })
+    .resize({ width: Math.max(1, Math.floor(width / 9)), height: Math.max(1, Math.floor(height / 9)), fit: 'fill' })
     .raw()
     .toBuffer();
 }
