@@ -28,6 +28,8 @@ ENV NODE_ENV=production DATA_DIR=/data FFMPEG_PATH=/usr/bin/ffmpeg LD_PRELOAD=/u
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The workflow bundle, made once here (webpack would otherwise run at every container start; app/workflow-bundle.ts).
+RUN node -e "require('./dist/app/workflow-bundle').cachedWorkflowBundle().then((b) => { if (!('codePath' in b)) process.exit(1); })"
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 3000

@@ -5,7 +5,7 @@ import { createActivities, ActivityDeps } from '../activities';
 import { sdkLogger } from '../src/log';
 import { tracing } from '../src/telemetry/spans';
 import { providerTaskQueue } from '../src/temporal/contract';
-import { cachedWorkflowBundle } from './workflow-bundle';
+import { cachedWorkflowBundle, DEFAULT_BUNDLE_SOURCES } from './workflow-bundle';
 
 let runtimeInstalled = false;
 
@@ -158,7 +158,7 @@ export async function createWorker(setup: WorkerSetup): Promise<{ worker: Worker
     namespace: setup.namespace,
     taskQueue: setup.taskQueue,
     // With tracing on, the SDK bundles at start with the interceptor modules; else the bundle of this code, made once.
-    ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : tracing() ? { workflowsPath: require.resolve('../workflows') } : { workflowBundle: await cachedWorkflowBundle() }),
+    ...(setup.workflowBundle ? { workflowBundle: setup.workflowBundle } : tracing() ? { workflowsPath: require.resolve('../workflows') } : { workflowBundle: await cachedWorkflowBundle(DEFAULT_BUNDLE_SOURCES, Runtime.instance().logger) }),
     activities: createActivities(setup.deps),
     shutdownGraceTime: '20 seconds',
     ...(setup.yieldToApi ? { tuner: YIELDING_TUNER, maxCachedWorkflows: YIELDING_CACHED_WORKFLOWS } : {}),

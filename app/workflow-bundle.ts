@@ -5,13 +5,13 @@
  * of the service a workflow may import (`dist/workflows`, `dist/src`: the layering lint keeps workflows to those)
  * and of the installed packages (npm's record of the tree it installed, `node_modules/.package-lock.json`: the
  * SDK, its bundler and every package a bundle takes in), so a changed file or package makes a new bundle. Where the
- * cache cannot be written (a read-only image), the bundle is made in memory, as the SDK does. Workers with tracing on
- * bundle at start: their bundle holds the interceptor modules too.
+ * cache cannot be written, the bundle is made in memory, as the SDK does (the image makes its bundle when it is
+ * built: see the Dockerfile). Workers with tracing on bundle at start: their bundle holds the interceptor modules too.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, type Logger } from '@temporalio/worker';
 import { log } from '../src/log';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -57,10 +57,12 @@ async function sourcesHash(bundle: BundleSources): Promise<string> {
  * (written whole and synced under a name of its own, then renamed, so that processes starting together never read
  * half a file; an empty file left by a crash of the machine is made again).
  */
-export async function cachedWorkflowBundle(bundle: BundleSources = DEFAULT_BUNDLE_SOURCES): Promise<{ codePath: string } | { code: string }> {
+export async function cachedWorkflowBundle(
+  bundle: BundleSources = DEFAULT_BUNDLE_SOURCES, logger?: Logger,
+): Promise<{ codePath: string } | { code: string }> {
   const codePath = path.join(bundle.cacheDir, `${await sourcesHash(bundle)}.js`);
   if (((await stat(codePath).catch(() => undefined))?.size ?? 0) > 0) return { codePath };
-  const { code } = await bundleWorkflowCode({ workflowsPath: bundle.workflowsPath });
+  const { code } = await bundleWorkflowCode({ workflowsPath: bundle.workflowsPath, logger });
   const tmp = `${codePath}.${randomUUID()}.tmp`;
   try {
     await mkdir(bundle.cacheDir, { recursive: true });
