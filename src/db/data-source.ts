@@ -44,6 +44,11 @@ export async function openDatabase(databaseUrl: string, options: { migrate: bool
   await ensureDatabaseExists(databaseUrl);
   const dataSource = createDataSource(databaseUrl, options.poolSize);
   await dataSource.initialize();
+  // Every pooled connection hears its own errors: Postgres stopping sends each session a FATAL message, which a
+  // session between statements emits as an event, and a second event after TypeORM has let go of a broken one had
+  // no listener and ended the process (a worker of the fault suite, Postgres stopped mid-job). A broken connection is
+  // still found and dropped by its next statement.
+  (dataSource.driver as unknown as { master: import('pg').Pool }).master.on('connect', (client) => client.on('error', () => undefined));
   if (options.migrate) await migrate(dataSource);
   return dataSource;
 }
@@ -54,6 +59,7 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<void> {
   if (!name) return;
   url.pathname = '/postgres';
   const admin = new Client({ connectionString: url.toString() });
+  admin.on('error', () => undefined); // a session lost between statements: the next statement fails instead
   await admin.connect();
   try {
     const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
@@ -81,11 +87,14 @@ export const ADVISORY_LOCKS = { migrations: 7233001, reconciler: 7233002 } as co
  */
 export async function migrate(dataSource: DataSource): Promise<void> {
   const lock = new Client({ connectionString: databaseUrlOf(dataSource) });
+  // Postgres stopping while the migrations run ends this idle session with an error event, which unheard would end
+  // the process; the migrations' own statements fail then, and the start fails as it should.
+  lock.on('error', () => undefined);
   await lock.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.migrations]);
     await dataSource.runMigrations({ transaction: 'each' });
   } finally {
-    await lock.end();
+    await lock.end().catch(() => undefined); // a lost session has given the lock back already
   }
 }
