@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { migrations } from '../../migrations';
 import { entities } from './entities';
+import { poolOf } from './prepared';
 
 /**
  * How every pooled connection behaves when the network or a peer misbehaves:
@@ -48,7 +49,7 @@ export async function openDatabase(databaseUrl: string, options: { migrate: bool
   // session between statements emits as an event, and a second event after TypeORM has let go of a broken one had
   // no listener and ended the process (a worker of the fault suite, Postgres stopped mid-job). A broken connection is
   // still found and dropped by its next statement.
-  (dataSource.driver as unknown as { master: import('pg').Pool }).master.on('connect', (client) => client.on('error', () => undefined));
+  poolOf(dataSource).on('connect', (client) => client.on('error', () => undefined));
   if (options.migrate) await migrate(dataSource);
   return dataSource;
 }

@@ -17,7 +17,7 @@ export function prepared(name: string, text: string): PreparedStatement {
 }
 
 /** The pg pool under a TypeORM Postgres data source (its `driver.master`). */
-function poolOf(db: DataSource): Pool {
+export function poolOf(db: DataSource): Pool {
   const pool = (db.driver as unknown as { master?: Pool }).master;
   if (!pool) throw new Error('the data source is not initialized');
   return pool;
