@@ -27,6 +27,8 @@ import type { ActivityDeps } from './deps';
  */
 async function heartbeating<T>(work: Promise<T>, details?: RenderProgress): Promise<T> {
   const ctx = Context.current();
+  // A local activity (an in-process render) has no heartbeats: its worker holds the workflow task meanwhile.
+  if (ctx.info.isLocal) return work;
   ctx.heartbeat(details);
   const timer = setInterval(() => ctx.heartbeat(details), 2_000);
   try {
@@ -72,8 +74,11 @@ function toFailure(err: unknown): unknown {
  * Where a result is stored: under its action, with 128 random bits in the name, so that a key (and a signed URL
  * for it) cannot be derived from an action id, even by someone who holds the signing secret.
  */
-const resultKey = (actionId: number, extension: string): string =>
-  `results/${actionId}/${randomBytes(16).toString('hex')}.${extension}`;
+const resultKey = (actionId: number, extension: string, name = randomBytes(16).toString('hex')): string =>
+  `results/${actionId}/${name}.${extension}`;
+
+/** A result's name chosen by its workflow (`generateAsset`'s `resultName`): 32 lowercase hex digits. */
+const RESULT_NAME = /^[0-9a-f]{32}$/;
 
 /** A video rendered within this activity; a provider that answers with a task is polled by the workflow instead. */
 function renderedVideo(progress: VideoProgress): RenderedAsset {
@@ -147,8 +152,8 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
     found?.stream.destroy();
     return found ? key : undefined;
   };
-  const storeResult = async (actionId: number, rendered: RenderedAsset) => {
-    const key = resultKey(actionId, rendered.extension);
+  const storeResult = async (actionId: number, rendered: RenderedAsset, name?: string) => {
+    const key = resultKey(actionId, rendered.extension, name);
     await store.put(key, rendered.bytes);
     return key;
   };
@@ -157,7 +162,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
    * Renders the action and stores the result; given a v2 job, moves it through the attempt's phases on the way
    * (see `generateAsset`).
    */
-  const renderAndStore = async (action: Action, jobId?: string): Promise<string> => {
+  const renderAndStore = async (action: Action, jobId?: string, resultName?: string): Promise<string> => {
     try {
       const renderer = render[action.product] as Renderers['photo'];
       return await heartbeating((async () => {
@@ -165,7 +170,7 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
         const started = () => moveJob(jobId, { status: 'running', phase: 'provider_running' });
         const rendered = await renderer(action.params as never, Context.current().cancellationSignal, started);
         await moveJob(jobId, { status: 'running', phase: 'finalizing' });
-        return storeResult(action.id, rendered);
+        return storeResult(action.id, rendered, resultName);
       })());
     } catch (err) {
       throw toFailure(err);
@@ -214,9 +219,19 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      * moves the job through the attempt's phases as they happen: running/provider_reserved (the attempt counted)
      * while the inputs load, provider_running during the provider's call, finalizing while the result is stored.
      * A job found ended (cancelled meanwhile) fails the attempt with `JobEnded`, nothing more rendered or stored.
+     *
+     * `resultName`, for an in-process render (a local activity, `ProviderRoute.inline`): the result's name, chosen
+     * by the workflow from its seeded randomness. A workflow task lost with its worker runs again elsewhere and
+     * chooses the same name, so its render is stored over the lost one's, not beside it; and an action it finds
+     * already completed (lost after the completion was committed) is answered with its result, not rendered again.
      */
-    async generateAsset(actionId: number, jobId?: string): Promise<string> {
-      return renderAndStore(await loadAction(db.manager, actionId), jobId);
+    async generateAsset(actionId: number, jobId?: string | null, resultName?: string): Promise<string> {
+      const action = await loadAction(db.manager, actionId);
+      if (resultName !== undefined) {
+        if (!RESULT_NAME.test(resultName)) throw ApplicationFailure.nonRetryable(`invalid result name ${JSON.stringify(resultName)}`);
+        if (action.status === 'completed' && action.assetPath) return action.assetPath;
+      }
+      return renderAndStore(action, jobId ?? undefined, resultName);
     },
 
     /**

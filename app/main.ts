@@ -51,18 +51,18 @@ async function resolveTemporal(config: ReturnType<typeof loadConfig>, mode: Mode
 }
 
 /**
- * In `all` mode the local renderer shares the process (and the machine) with the API: its renders run at most one
- * fewer at a time than there are cores (`LOCAL_MAX_CONCURRENCY` decides when set), each on one libvips thread, so
- * that a burst of renders never takes every core from accepting requests; the rest wait on its task queue.
+ * The local renderer's renders at once in this process. In `all` mode it shares the process (and the machine) with
+ * the API: one fewer than there are cores, each on one libvips thread, so that a burst of renders never takes every
+ * core from accepting requests; the rest wait their turn. `LOCAL_MAX_CONCURRENCY` decides when set; elsewhere its
+ * queue's cap (`PROVIDER_MAX_CONCURRENCY`). Images are local activities of the main worker (`ProviderRoute.inline`),
+ * so the renderer bounds them itself; its videos keep its task queue, capped alike.
  */
-function rendersBelowTheCores(config: ReturnType<typeof loadConfig>): ReturnType<typeof loadConfig>['providerLimits'] {
-  const cores = os.availableParallelism();
-  if (process.env.LOCAL_MAX_CONCURRENCY === undefined) sharp.concurrency(1);
-  return (name) => {
-    const limits = config.providerLimits(name);
-    if (name !== 'local' || process.env.LOCAL_MAX_CONCURRENCY !== undefined) return limits;
-    return { ...limits, maxConcurrent: Math.max(1, Math.min(limits.maxConcurrent, cores - 1)) };
-  };
+function localRenders(config: ReturnType<typeof loadConfig>, mode: Mode): number {
+  if (config.localMaxConcurrency !== undefined) return config.localMaxConcurrency;
+  const queueCap = config.providerLimits('local').maxConcurrent;
+  if (mode !== 'all') return queueCap;
+  sharp.concurrency(1);
+  return Math.max(1, Math.min(queueCap, os.availableParallelism() - 1));
 }
 
 async function main(mode: Mode): Promise<void> {
@@ -75,7 +75,8 @@ async function main(mode: Mode): Promise<void> {
     (await import('../src/telemetry/tracing')).installTracing({ serviceName: config.otelServiceName, otlpEndpoint: config.otlpEndpoint });
     log.info('tracing on', { otlpCollector: new URL(config.otlpEndpoint).origin, serviceName: config.otelServiceName }); // no path: it may hold a token
   }
-  const providers = createProviders(config);
+  const renders = localRenders(config, mode);
+  const providers = createProviders(config, { localMaxConcurrent: renders });
   // Checked before anything starts: a process that takes requests must also run their workflows.
   const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, [providers.image.name, providers.video.name], { requireMain: mode === 'all' });
   if (queues && !queues.main) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
@@ -106,7 +107,8 @@ async function main(mode: Mode): Promise<void> {
     const { main: servesMain, providers: providerNames } = queues!;
     const connection = await connectWorker(address);
     if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);
-    workers.push(...(await createProviderWorkers(setup, connection, providerNames, mode === 'all' ? rendersBelowTheCores(config) : config.providerLimits)));
+    const limits = (name: string) => (name === 'local' ? { ...config.providerLimits(name), maxConcurrent: renders } : config.providerLimits(name));
+    workers.push(...(await createProviderWorkers(setup, connection, providerNames, limits)));
     workerRun = Promise.all(workers.map((w) => w.run()));
     if (servesMain) {
       // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.

@@ -9,7 +9,9 @@
  *
  * Since the `fused-steps` patch the bookkeeping steps (short database transactions) run as local activities: in
  * the worker that runs the workflow, within its workflow task, each recorded as a marker in the history, so that
- * the provider call is the only activity task that goes through the server. Between the `settled-render` and
+ * the provider call is the only activity task that goes through the server. Since `inline-render` an image of the
+ * local renderer (in-process work, no remote quota) is a local activity too (`renderAsset`): such a photo is one
+ * workflow task from start to deliveries. Between the `settled-render` and
  * `visible-steps` patches an image action's start, render and completion were one activity (`settledRender`),
  * which hid whether a failure was the provider's or the charge's; since `visible-steps` they are steps again. Before
  * the `outcome-plans` patch the deliveries were planned by a step of their own (`completeAction` or `failAction`,

@@ -15,7 +15,8 @@
  * provider_running and finalizing as they happen, `completeAction` makes it succeeded/postprocessing with the
  * charge, `failAction` ends it failed or dead_letter with the release. The bookkeeping steps run as local
  * activities (in this worker, within the workflow task, recorded as markers), so the render is the job's only
- * activity task; a retry's `retry_scheduled` move is a local activity too. The read model goes through the same
+ * activity task (none for the local renderer's images since `inline-render`: see `renderAsset`); a retry's
+ * `retry_scheduled` move is a local activity too. The read model goes through the same
  * statuses and phases in the same order; the search attributes show the state the workflow waits in. Workflows
  * started before the patch replay step by step, as they were recorded (`stepwiseJob`).
  */

@@ -4,10 +4,13 @@
  * and records its id, the next ones check it, the last stores the result. No worker slot is held while the
  * provider renders, a restarted worker carries on checking the same task (never submitting twice), and a render
  * that ends without a result (cancelled, failed for good, past its deadline) asks the provider to stop its task.
- * Workflows started before routing (no route) render on the main queue as they did.
+ * An image of a provider that renders in the worker's own process (the local renderer, `ProviderRoute.inline`) is
+ * a local activity instead, since the `inline-render` patch: it runs in this worker within the workflow task of the
+ * steps around it, so a photo takes one workflow task and no task queue round trip; it is recorded as a marker
+ * like the bookkeeping steps. Workflows started before routing (no route) render on the main queue as they did.
  */
 import {
-  ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, RetryPolicy, sleep,
+  ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, RetryPolicy, sleep, uuid4,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FAILURE_TYPES, ProviderRoute, TIMEOUTS } from '../src/temporal/contract';
@@ -18,6 +21,12 @@ export async function renderAsset(
 ): Promise<string> {
   const render = (generateAsset: Activities['generateAsset']) => (jobId === undefined ? generateAsset(actionId) : generateAsset(actionId, jobId));
   if (!route || !patched('provider-routing')) return render(unrouted);
+  if (route.inline && patched('inline-render')) {
+    // Named here, from the workflow's seeded randomness: a workflow task lost with its worker chooses the same name
+    // when it runs again, so the repeated render replaces the lost one's result rather than lying beside it.
+    const resultName = uuid4().replace(/-/g, '');
+    return proxyLocalActivities<Activities>({ ...TIMEOUTS.inlineRender, retry }).generateAsset(actionId, jobId ?? null, resultName);
+  }
   const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, ...TIMEOUTS.providerQueue, taskQueue: route.taskQueue, retry });
   if (route.pollSeconds === undefined) return render(provider.generateAsset);
   const deadline = Date.now() + TIMEOUTS.videoRenderMs;

@@ -23,8 +23,10 @@ export interface CancellableJob { id: string; action_id: number; status: JobStat
 const STOPPABLE_AT_ONCE: readonly JobStatus[] = ['queued', 'claimed', 'retry_scheduled'];
 
 /**
- * Whether a running job's worker has stopped: its render started but stopped heartbeating, or nothing has moved
- * the job for longer than the heartbeat timeout (a step timed out and no worker took the workflow up again).
+ * Whether a running job's worker has stopped: its render started but stopped heartbeating; or, for a render in the
+ * worker's own process (a local activity), the workflow task holding it was started longer ago than the heartbeat
+ * timeout (a live worker renews it every 8 s, as the core does for a task with local activities); or nothing has
+ * moved the job for longer than the heartbeat timeout (a step timed out and no worker took the workflow up again).
  */
 function workerStopped(description: WorkflowExecutionDescription, job: CancellableJob, now = Date.now()): boolean {
   const stale = (seconds: number) => now / 1000 - seconds > PROVIDER_HEARTBEAT_TIMEOUT_SECONDS;
@@ -32,6 +34,8 @@ function workerStopped(description: WorkflowExecutionDescription, job: Cancellab
   if (render && Number(render.state) === 2 /* STARTED */) {
     return stale(Number((render.lastHeartbeatTime ?? render.lastStartedTime)?.seconds ?? 0));
   }
+  const task = description.raw.pendingWorkflowTask;
+  if (!render && task && Number(task.state) === 2 /* STARTED */ && !stale(Number(task.startedTime?.seconds ?? 0))) return false;
   return stale(new Date(job.updated_at).getTime() / 1000);
 }
 

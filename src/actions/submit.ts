@@ -58,13 +58,14 @@ export interface NewAction<R> {
 
 export interface PlacedAction { actionId: number; projectId: number; cardId: number }
 
-/** The provider that serves this product, and where its calls run. */
-function routeFor({ providers, config }: Pick<Services, 'providers' | 'config'>, product: ActionProduct): { name: string; route: ProviderRoute } {
+/** The provider that serves this product, and where its calls run (a test's stack routes its starts alike). */
+export function routeFor(providers: Services['providers'], taskQueue: string, product: ActionProduct): { name: string; route: ProviderRoute } {
   if (product === 'video') {
     const { name, pollIntervalSeconds } = providers.video;
-    return { name, route: { taskQueue: providerTaskQueue(config.taskQueue, name), pollSeconds: pollIntervalSeconds } };
+    return { name, route: { taskQueue: providerTaskQueue(taskQueue, name), pollSeconds: pollIntervalSeconds } };
   }
-  return { name: providers.image.name, route: { taskQueue: providerTaskQueue(config.taskQueue, providers.image.name) } };
+  const { name, inProcess } = providers.image;
+  return { name, route: { taskQueue: providerTaskQueue(taskQueue, name), ...(inProcess ? { inline: true as const } : {}) } };
 }
 
 /** The accept statement's card, project and ids, taken before it (ids from their sequences, ahead). */
@@ -101,7 +102,7 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
     const { available } = await readBalance(db, spec.caller.accountId);
     if (spec.price > available) throw insufficientTokens(available, spec.price);
   }
-  const provider = routeFor(services, spec.product);
+  const provider = routeFor(services.providers, config.taskQueue, spec.product);
   const where = await choosePlace(services, spec);
   const placed: PlacedAction = { actionId: where.actionId, projectId: where.project.id, cardId: where.card.id };
   const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };

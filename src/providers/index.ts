@@ -58,7 +58,7 @@ export class UnconfiguredProvider implements ImageProvider, TextProvider, VideoP
 export type ProviderConfig = Pick<Config,
   | 'imageProvider' | 'textProvider' | 'videoProvider' | 'localRendererDelayMs' | 'localRendererCost' | 'ffmpegPath' | 'outboundAllowCidrs'
   | 'geminiApiKey' | 'geminiBaseUrl' | 'geminiImageModel' | 'geminiTextModel' | 'geminiTimeoutMs'
-  | 'runwayApiKey' | 'runwayBaseUrl' | 'runwayVideoModel' | 'runwayPollIntervalSeconds' | 'runwayTimeoutMs'>;
+  | 'runwayApiKey' | 'runwayBaseUrl' | 'runwayVideoModel' | 'runwayPollIntervalSeconds' | 'runwayTimeoutMs' | 'providerLimits'>;
 
 /** The Gemini adapter (images and text: one client serves both), or why it cannot be used. */
 function gemini(config: ProviderConfig): GeminiProvider | string {
@@ -79,8 +79,12 @@ function runway(config: ProviderConfig): RunwayProvider | string {
   });
 }
 
-export function createProviders(config: ProviderConfig): Providers {
-  const providers = allFrom(new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath, cost: config.localRendererCost }));
+/** `localMaxConcurrent`: the local renderer's renders at once in this process (its queue's cap by default). */
+export function createProviders(config: ProviderConfig, options: { localMaxConcurrent?: number } = {}): Providers {
+  const providers = allFrom(new LocalRenderer({
+    delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath, cost: config.localRendererCost,
+    maxConcurrent: options.localMaxConcurrent ?? config.providerLimits('local').maxConcurrent,
+  }));
   const remote = { gemini: config.imageProvider === 'gemini' || config.textProvider === 'gemini' ? gemini(config) : undefined,
     runway: config.videoProvider === 'runway' ? runway(config) : undefined };
   const pick = (capability: Capability, name: 'local' | 'gemini' | 'runway'): void => {

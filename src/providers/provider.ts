@@ -117,6 +117,11 @@ export type ImageKind = 'photo' | 'card' | 'edit';
 /** Photos, cards and edits (`IMAGE_PROVIDER`). */
 export interface ImageProvider {
   readonly name: string;
+  /**
+   * Renders in the worker's own process (the local renderer): no remote quota to share, so its images are local
+   * activities of the workflow's worker rather than calls on its provider's task queue (`ProviderRoute.inline`).
+   */
+  readonly inProcess?: boolean;
   /** Typical seconds one render takes, for polling hints. */
   typicalSeconds(kind: ImageKind): number;
   renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset>;

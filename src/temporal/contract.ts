@@ -57,6 +57,12 @@ export interface ProviderRoute {
   taskQueue: string;
   /** Set for videos: the render is advanced one short activity at a time, with this many seconds of timer between. */
   pollSeconds?: number;
+  /**
+   * Set for images of a provider that renders in the worker's own process (the local renderer): the render is a
+   * local activity of the workflow's worker, in the same workflow task as the steps around it, with no task queue
+   * to wait on (workflows since the `inline-render` patch; `taskQueue` is still where older code would send it).
+   */
+  inline?: true;
 }
 
 /** `imagery-provider-gemini`: one task queue per provider, next to the main one, shared by every worker process. */
@@ -78,6 +84,8 @@ export const TIMEOUTS = {
    * was switched): then it fails and the hold is released, rather than staying open while nothing can run it.
    */
   providerQueue: { scheduleToStartTimeout: '30 minutes' },
+  /** An in-process render (a local activity, `ProviderRoute.inline`): its worker renders it or the workflow task times out. */
+  inlineRender: { startToCloseTimeout: '10 minutes' },
   /** The longest a video may take at its provider, checks included; then its task is stopped and the action fails. */
   videoRenderMs: 60 * 60_000,
   /** One webhook POST: the receiver has 10 s; the rest is margin for connecting. */

@@ -3,6 +3,7 @@ import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
 import { jobWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { stepsOf } from '../support/history';
 import { ScriptedProvider } from '../support/providers';
 import { Stack, startStack } from '../support/stack';
 
@@ -63,7 +64,7 @@ describe('v2 jobs over HTTP', function () {
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.accountId), accountId);
     });
 
-    it('moves the read model through every status and phase in order, with the render its only activity task', async () => {
+    it('moves the read model through every status and phase in order, every step (the in-process render too) in its worker', async () => {
       // Every move of the job as Postgres sees it, however briefly a poll could have seen it.
       await stack.db.query(`CREATE TABLE IF NOT EXISTS test_job_moves (job_id uuid, status text, phase text, attempts int, at timestamptz DEFAULT clock_timestamp())`);
       await stack.db.query(`CREATE OR REPLACE FUNCTION test_record_job_move() RETURNS trigger AS $$
@@ -79,8 +80,8 @@ describe('v2 jobs over HTTP', function () {
           'succeeded/postprocessing/1', 'succeeded/completed/1',
         ]);
         const history = await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).fetchHistory();
-        const tasks = history.events!.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
-        assert.deepEqual(tasks, ['generateAsset']);
+        assert.deepEqual(stepsOf(history.events!).map((step) => `${step.type}@${step.queue}`),
+          ['startProcessing@local', 'generateAsset@local', 'completeAction@local', 'planDeliveries@local', 'finishJobPostprocessing@local'], 'no activity task: every step in the worker');
       } finally {
         await stack.db.query('DROP TRIGGER IF EXISTS test_job_moves ON jobs');
       }

@@ -191,17 +191,17 @@ describe('the production topology: Temporal server on Postgres, S3 storage, 2 AP
     const created = await Promise.all(Array.from({ length: 6 }, (_, i) => api(i % 2, apiKey)('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Bowl' })));
     const actionIds = created.map((res) => { assert.equal(res.status, 200, JSON.stringify(res.body)); return res.body.action_id as number; });
 
-    // The worker running a render right now, found from the activity the server sees in flight.
+    // The worker running a render right now: the local renderer's images render within the workflow task (a local
+    // activity), so it is the worker that took the task of an action already processing and has not completed it.
     const pids = new Map(cluster.workers.map((w) => [String(w.process.child.pid), w]));
     const victim = await eventually(async () => {
       for (const actionId of actionIds) {
-        const description = await temporal.workflow.getHandle(actionWorkflowId(actionId)).describe();
-        const raw = description.raw.pendingActivities ?? [];
-        for (const activity of raw) {
-          const identity = activity.lastWorkerIdentity ?? '';
-          const worker = pids.get(identity.split('@')[0]);
-          if (worker && activity.activityType?.name === 'generateAsset') return worker;
-        }
+        const [{ status }] = await db.query('SELECT status FROM actions WHERE id = $1', [actionId]);
+        if (status !== 'processing') continue;
+        const events = (await temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory()).events!;
+        const identity = events.at(-1)?.workflowTaskStartedEventAttributes?.identity ?? '';
+        const worker = pids.get(identity.split('@')[0]);
+        if (worker) return worker;
       }
       return undefined;
     }, (found) => found !== undefined, 30_000);

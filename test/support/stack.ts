@@ -25,7 +25,8 @@ import { OutboundPolicy, ResolveHost } from '../../src/net/outbound';
 import { SecretBox } from '../../src/secrets';
 import type { ActivityDeps } from '../../activities';
 import { connectClient } from '../../src/temporal/client';
-import { ProviderRoute, providerTaskQueue } from '../../src/temporal/contract';
+import { ProviderRoute } from '../../src/temporal/contract';
+import { routeFor } from '../../src/actions/submit';
 import { createProviderWorkers, createWorker } from '../../app/worker';
 import { testEnvironment } from './environment';
 
@@ -77,10 +78,10 @@ export interface StackOptions {
   http?: Partial<Pick<Config, 'httpHeadersTimeoutSeconds' | 'httpRequestTimeoutSeconds' | 'httpIdleTimeoutSeconds' | 'httpKeepAliveTimeoutSeconds'>>;
 }
 
-/** The provider route the API gives an action of `product` on this stack (a video advanced on timers). */
+/** The provider route the API gives an action of `product` on this stack (a video advanced on timers every second). */
 export function providerRoute(stack: Stack, product: 'photo' | 'card' | 'video' | 'edit'): ProviderRoute {
-  if (product === 'video') return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.video.name), pollSeconds: 1 };
-  return { taskQueue: providerTaskQueue(stack.taskQueue, stack.deps.providers.image.name) };
+  const { route } = routeFor(stack.deps.providers, stack.taskQueue, product);
+  return product === 'video' ? { ...route, pollSeconds: 1 } : route;
 }
 
 export const TEST_SECRETS = new SecretBox('test-secrets-key');

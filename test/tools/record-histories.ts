@@ -170,9 +170,10 @@ async function main(): Promise<void> {
     // `funnel` (v3: funnel sessions), `housekeeping` (v5: the retention workflow), `fused` (v4: the action and job
     // workflows after the `fused-steps` patch, i.e. every scenario except the announcement and funnel ones, whose
     // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (the action
-    // workflow's scenarios only: v6 after `visible-steps`, v7 after `outcome-plans`).
+    // workflow's scenarios only: v6 after `visible-steps`, v7 after `outcome-plans`), `inline` (v8, after
+    // `inline-render`: as `fused`, plus a job rendered in-process by the local renderer).
     const only = process.env.HISTORY_ONLY;
-    if (only && only !== 'fused' && only !== 'actions') {
+    if (only && only !== 'fused' && only !== 'actions' && only !== 'inline') {
       const input = `inputs/record-${Date.now()}.jpg`;
       await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
       if (only === 'announcement') await recordAnnouncement(stack);
@@ -192,6 +193,7 @@ async function main(): Promise<void> {
     if (!only) await recordHousekeeping(stack);
     if (only !== 'actions') await recordJobEndings(input);
 
+    if (only === 'inline') await recordJob(stack, 'succeeded-in-process', input);
     const photoId = await record(stack, 'photo-completed', 'photo', photo);
     await record(stack, 'photo-refused', 'photo', { inputs: [garbage] });
     await record(stack, 'card-completed', 'card', {
@@ -226,7 +228,8 @@ async function main(): Promise<void> {
     const slow = await startStack({ provider: new LocalRenderer({ delayMs: 30_000 }) });
     await record(slow, 'photo-cancelled', 'photo', photo, async (actionId) => {
       const handle = slow.temporal.workflow.getHandle(actionWorkflowId(actionId));
-      await eventually(async () => (await handle.describe()).raw.pendingActivities ?? [], (p) => p.some((a) => ['renderAction', 'generateAsset'].includes(a.activityType?.name ?? '')));
+      // Processing: the render (30 s) follows its start at once, as an activity or, in-process, a local activity.
+      await eventually(async () => (await slow.db.query('SELECT status FROM actions WHERE id = $1', [actionId]))[0].status, (status) => status === 'processing');
       await handle.cancel();
     });
     await slow.stop();

@@ -6,6 +6,7 @@ import { startActionWorkflow } from '../../src/temporal/starts';
 import type { ActionOutcome } from '../../src/temporal/contract';
 import { assertMoneyConsistent, jpegBase64, newAccount, placeAction } from '../support/fixtures';
 import { ScriptedProvider } from '../support/providers';
+import { stepsOf } from '../support/history';
 import { providerRoute, Stack, startStack } from '../support/stack';
 
 /** Runs a photo action as the API starts one: routed to its provider's task queue. */
@@ -14,11 +15,10 @@ async function runAction(stack: Stack, accountId: number, actionId: number): Pro
   return stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
 }
 
+/** The attempt that ran an activity (or a local activity: an in-process render) of the action's workflow. */
 async function activityAttempts(stack: Stack, actionId: number, activityType: string): Promise<number> {
   const history = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory();
-  const scheduled = history.events!.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === activityType);
-  const started = history.events!.find((e) => e.activityTaskStartedEventAttributes?.scheduledEventId?.toString() === scheduled!.eventId!.toString());
-  return started!.activityTaskStartedEventAttributes!.attempt!;
+  return stepsOf(history.events!).find((step) => step.type === activityType)!.attempt;
 }
 
 /**
@@ -27,16 +27,7 @@ async function activityAttempts(stack: Stack, actionId: number, activityType: st
  */
 async function storyOf(stack: Stack, actionId: number): Promise<string[]> {
   const history = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory();
-  return history.events!.flatMap((e) => {
-    const scheduled = e.activityTaskScheduledEventAttributes;
-    if (scheduled) return [`${scheduled.activityType!.name}@${scheduled.taskQueue!.name}`];
-    const marker = e.markerRecordedEventAttributes;
-    if (marker?.markerName === 'core_local_activity') {
-      const data = JSON.parse(Buffer.from(marker.details!.data!.payloads![0].data!).toString('utf8'));
-      return [`${data.activity_type}@local`];
-    }
-    return [];
-  });
+  return stepsOf(history.events!).map((step) => `${step.type}@${step.queue}`);
 }
 
 describe('actionWorkflow (dev server)', function () {
@@ -75,20 +66,22 @@ describe('actionWorkflow (dev server)', function () {
       assert.equal(description.typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionId), undefined, 'the id is in the workflow id: no index write for it');
     });
 
-    it('tells its story step by step: start, provider call on its queue, finalisation with its deliveries planned', async () => {
+    it('tells its story step by step: start, the in-process render, finalisation with its deliveries planned, in one workflow task', async () => {
       const { accountId } = await newAccount(stack.db, 20);
       const key = `inputs/wf-story-${Date.now()}.jpg`;
       await stack.store.put(key, Buffer.from(await jpegBase64(), 'base64'));
       const actionId = await placeAction(stack.db, accountId, { inputs: [key], hold: 5 });
       assert.equal((await runAction(stack, accountId, actionId)).status, 'completed');
       assert.deepEqual(await storyOf(stack, actionId), [
-        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'completeAndPlanDeliveries@local',
+        'startProcessing@local', 'generateAsset@local', 'completeAndPlanDeliveries@local',
       ]);
+      const history = await stack.temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory();
+      assert.equal(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes).length, 1, 'start, render and finalisation in one workflow task');
 
       const refused = await placeAction(stack.db, accountId, { inputs: [await storedInput(Buffer.from('garbage'))], hold: 5 });
       assert.equal((await runAction(stack, accountId, refused)).status, 'failed');
       assert.deepEqual(await storyOf(stack, refused), [
-        'startProcessing@local', `generateAsset@${providerRoute(stack, 'photo').taskQueue}`, 'failAndPlanDeliveries@local',
+        'startProcessing@local', 'generateAsset@local', 'failAndPlanDeliveries@local',
       ]);
     });
 

@@ -1,26 +1,47 @@
 import assert from 'node:assert/strict';
 import { actionWorkflowId, jobWorkflowId, providerTaskQueue } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { stepsOf } from '../support/history';
+import { ScriptedProvider } from '../support/providers';
 import { Stack, startStack } from '../support/stack';
 
-/** Where each provider call ran, from the workflow's history: activity type and task queue. */
+/** Where each provider call ran, from the workflow's history: `type@queue`, `local` for a render in its own worker. */
 async function providerCalls(stack: Stack, workflowId: string): Promise<string[]> {
   const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-  return history.events!.flatMap((e) => {
-    const scheduled = e.activityTaskScheduledEventAttributes;
-    return scheduled && scheduled.taskQueue?.name !== stack.taskQueue ? [`${scheduled.activityType!.name}@${scheduled.taskQueue!.name}`] : [];
-  });
+  return stepsOf(history.events!).filter((step) => ['generateAsset', 'advanceVideoRender'].includes(step.type)).map((step) => `${step.type}@${step.queue}`);
 }
 
 describe('provider routing', function () {
   this.timeout(90_000);
   let stack: Stack;
+  let remoteLike: Stack;
   before(async () => {
     stack = await startStack();
+    // A provider that does not render in the worker's process (as Gemini and Runway): its calls take its queue.
+    remoteLike = await startStack({ provider: new ScriptedProvider([]) });
   });
-  after(() => stack.stop());
+  after(() => Promise.all([stack.stop(), remoteLike.stop()]));
 
-  it('a photo, a v2 job and a video run their provider calls on the provider\'s own task queue, and record the provider', async () => {
+  it('a photo and a v2 job of a remote provider run their provider calls on the provider\'s own task queue, and record the provider', async () => {
+    const { accountId, apiKey } = await newAccount(remoteLike.db, 50);
+    const call = apiClient(remoteLike.baseUrl, apiKey);
+    const queue = providerTaskQueue(remoteLike.taskQueue, 'scripted');
+    const image = await jpegBase64(400, 500);
+
+    const photo = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup', category_id: 'home' });
+    const job = await call('POST', '/api/v2/jobs/generate', { images: [{ data: image }], product_name: 'Cup', category_id: 'home' });
+    for (const res of [photo, job]) assert.ok([200, 202].includes(res.status), JSON.stringify(res.body));
+    await remoteLike.temporal.workflow.getHandle(actionWorkflowId(photo.body.action_id)).result();
+    await remoteLike.temporal.workflow.getHandle(jobWorkflowId(job.body.job_id)).result();
+
+    assert.deepEqual(await providerCalls(remoteLike, actionWorkflowId(photo.body.action_id)), [`generateAsset@${queue}`]);
+    assert.deepEqual(await providerCalls(remoteLike, jobWorkflowId(job.body.job_id)), [`generateAsset@${queue}`]);
+    const rows = await remoteLike.db.query('SELECT status, provider FROM actions WHERE account_id = $1 ORDER BY id', [accountId]);
+    assert.deepEqual(rows, [{ status: 'completed', provider: 'scripted' }, { status: 'completed', provider: 'scripted' }]);
+    await assertMoneyConsistent(remoteLike.db, accountId);
+  });
+
+  it('the local renderer renders images in the workflow\'s own worker (no task queue) and videos on its queue, and records the provider', async () => {
     const { accountId, apiKey } = await newAccount(stack.db, 50);
     const call = apiClient(stack.baseUrl, apiKey);
     const queue = providerTaskQueue(stack.taskQueue, 'local');
@@ -35,8 +56,8 @@ describe('provider routing', function () {
     await stack.temporal.workflow.getHandle(jobWorkflowId(job.body.job_id)).result();
     await stack.temporal.workflow.getHandle(actionWorkflowId(video.body.action_id)).result();
 
-    assert.deepEqual(await providerCalls(stack, actionWorkflowId(photo.body.action_id)), [`generateAsset@${queue}`]);
-    assert.deepEqual(await providerCalls(stack, jobWorkflowId(job.body.job_id)), [`generateAsset@${queue}`]);
+    assert.deepEqual(await providerCalls(stack, actionWorkflowId(photo.body.action_id)), ['generateAsset@local']);
+    assert.deepEqual(await providerCalls(stack, jobWorkflowId(job.body.job_id)), ['generateAsset@local']);
     assert.deepEqual(await providerCalls(stack, actionWorkflowId(video.body.action_id)), [`advanceVideoRender@${queue}`], 'the local renderer finishes a video in one step');
 
     const rows = await stack.db.query('SELECT status, provider FROM actions WHERE account_id = $1 ORDER BY id', [accountId]);

@@ -6,6 +6,7 @@ import {
   CardIdea, CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, PhotoJob, ProductAnalysis, ProviderError, RenderedAsset, ScenarioJob, SurveyQuestion, TextProvider,
   VideoJob, VideoProgress, VideoProvider, WishesJob,
 } from '../provider';
+import pLimit from 'p-limit';
 import type { Locale } from '../../locale';
 import { localScenario, localWishes } from './texts';
 import { localIdea, localSurveyQuestions } from './funnel-texts';
@@ -51,12 +52,31 @@ export interface LocalRendererOptions {
    * precomputed image or video every time (see zero-cost.ts). Never for production.
    */
   cost?: 'normal' | 'zero';
+  /**
+   * Renders this process runs at once (the rest wait their turn; unbounded when left out). Images run as local
+   * activities of the workflow worker (`inProcess`), outside any provider queue's concurrency cap, so the cap is here.
+   * The delay is not a render: it is waited outside the bound.
+   */
+  maxConcurrent?: number;
 }
 
 export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider {
   readonly name = 'local';
+  readonly inProcess = true;
+  private readonly limit?: ReturnType<typeof pLimit>;
 
-  constructor(private readonly options: LocalRendererOptions = {}) {}
+  constructor(private readonly options: LocalRendererOptions = {}) {
+    if (options.maxConcurrent !== undefined) this.limit = pLimit(Math.max(1, options.maxConcurrent));
+  }
+
+  /** Runs a render within `maxConcurrent`; one cancelled while it waited for its turn does not start. */
+  private bounded<T>(signal: AbortSignal | undefined, render: () => Promise<T>): Promise<T> {
+    if (!this.limit) return render();
+    return this.limit(() => {
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+      return render();
+    });
+  }
 
   /** Videos render in-process: there is never a task to poll. */
   readonly pollIntervalSeconds = 1;
@@ -86,19 +106,19 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
   async renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset> {
     if (this.zeroCost) return zeroCostImage();
     await pause(this.options.delayMs ?? 0, signal);
-    return renderPhoto(job);
+    return this.bounded(signal, () => renderPhoto(job));
   }
 
   async renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset> {
     if (this.zeroCost) return zeroCostImage();
     await pause(this.options.delayMs ?? 0, signal);
-    return renderCard(job);
+    return this.bounded(signal, () => renderCard(job));
   }
 
   async startVideo(job: VideoJob, signal?: AbortSignal): Promise<VideoProgress> {
     if (this.zeroCost) return { state: 'done', asset: await zeroCostVideo(this.options.ffmpegPath) };
     await pause(this.options.delayMs ?? 0, signal);
-    return { state: 'done', asset: await renderVideo(job, this.options.ffmpegPath, signal) };
+    return { state: 'done', asset: await this.bounded(signal, () => renderVideo(job, this.options.ffmpegPath, signal)) };
   }
 
   async checkVideo(taskId: string): Promise<VideoProgress> {
@@ -129,6 +149,6 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
   async renderEdit(job: EditJob, signal?: AbortSignal): Promise<RenderedAsset> {
     if (this.zeroCost) return zeroCostImage();
     await pause(this.options.delayMs ?? 0, signal);
-    return renderEdit(job);
+    return this.bounded(signal, () => renderEdit(job));
   }
 }
