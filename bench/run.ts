@@ -288,7 +288,7 @@ async function main(): Promise<void> {
       'Jobs per second and the one-activity floor are timed from the first enqueue to the last completion with the worker already running (N enqueued 10 at a time for the service, 50 at a time for the floor).',
       'Webhook deliveries per second: all deliveries of N completed jobs redelivered at once (POST .../redeliver, 10 at a time), timed until the receiver has them all; each is one delivery workflow.',
       'Idle live-progress streams: an API process alone (no worker: every action stays pending, its stream idle after its first event), one stream per action, 100 per API key (the default limit); the actions made through another API process, so that the measured one is fresh, warmed by 20 polls and 20 streams opened and closed; RSS read from /proc once it settled, and again with every stream open.',
-      'Memory: a worker serving only the main queue (`WORKER_QUEUES=main`) holds the workflows at their render step (the provider queue is not served); RSS read from /proc, per workflow = (RSS - idle RSS) / workflows.',
+      'Memory: a worker serving only the main queue (`WORKER_QUEUES=main`) holds video actions\' workflows at their render step (the provider queue is not served; the local renderer\'s images render in the worker itself); RSS read from /proc, per workflow = (RSS - idle RSS) / workflows.',
       ...notes,
     ],
   };

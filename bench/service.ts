@@ -185,8 +185,10 @@ async function measureWebhooks(ctx: ServiceContext, base: string, account: Accou
 /**
  * Worker memory with workflows in flight: a worker serving only the main queue (`WORKER_QUEUES=main`) takes each
  * action's workflow, which hands the render to the provider's queue; nobody serves that queue, so the workflows stay
- * open in the worker. A workflow is in flight once the server sees it waiting there (`ActionStatus` processing).
- * RSS is read at each step; per workflow is the growth over the idle worker's RSS.
+ * open in the worker. The actions are videos: the local renderer's images render in the workflow's own worker (a
+ * local activity), so only its videos wait on its queue, as every action of a remote provider does. A workflow is
+ * in flight once the server sees it waiting there (`ActionStatus` processing). RSS is read at each step; per
+ * workflow is the growth over the idle worker's RSS.
  */
 async function measureMemory(ctx: ServiceContext, base: string, account: Account, queue: string, figures: Figures): Promise<void> {
   const worker = await startService(ctx, 'worker', 'worker-memory', queue, { WORKER_QUEUES: 'main' });
@@ -196,9 +198,10 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
     await sleep(2000);
     const idle = rssMiB(worker.pid);
     recordValue(figures, 'mem.idle', idle);
+    const video = JSON.stringify({ image: JSON.parse(ctx.photoBody).images[0], duration_sec: 5 });
     const ids: number[] = [];
     for (const target of ctx.settings.inFlightSteps) {
-      const more = await inBatches(target - ids.length, 10, async () => (await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
+      const more = await inBatches(target - ids.length, 10, async () => (await expectOk(base, account.apiKey, 'POST', `${V1}/generate/video`, video)).action_id as number);
       ids.push(...more);
       const waiting = `TaskQueue = '${queue}' AND ExecutionStatus = 'Running' AND ActionStatus = 'processing'`; // the main phase's are closed
       await eventually(async () => (await temporal.workflow.count(waiting)).count, (n) => n === ids.length, 900_000, 200);
