@@ -71,13 +71,14 @@ function toFailure(err: unknown): unknown {
 }
 
 /**
- * Where a result is stored: under its action, with 128 random bits in the name, so that a key (and a signed URL
- * for it) cannot be derived from an action id, even by someone who holds the signing secret.
+ * Where a result is stored: under its action, with 128 bits in the name (random, or `name`: an in-process render's,
+ * keyed by the service secret), so that a key (and a signed URL for it) cannot be derived from an action id, even by
+ * someone who holds the signing secret.
  */
 const resultKey = (actionId: number, extension: string, name = randomBytes(16).toString('hex')): string =>
   `results/${actionId}/${name}.${extension}`;
 
-/** A result's name chosen by its workflow (`generateAsset`'s `resultName`): 32 lowercase hex digits. */
+/** A result's seed chosen by its workflow (`generateAsset`'s `resultName`): 32 lowercase hex digits. */
 const RESULT_NAME = /^[0-9a-f]{32}$/;
 
 /** A video rendered within this activity; a provider that answers with a task is polled by the workflow instead. */
@@ -103,7 +104,7 @@ export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running
 /** A renderer loads its inputs, says `started` just before the provider's call, and answers what it rendered. */
 type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal, started: () => Promise<void>) => Promise<RenderedAsset> };
 
-export function createGenerateAssetActivities({ db, store, providers }: ActivityDeps) {
+export function createGenerateAssetActivities({ db, store, providers, secrets }: ActivityDeps) {
   const read = (key: string) => store.read(key);
   const readOptional = (key: string | undefined) => (key ? store.read(key) : Promise.resolve(undefined));
   const loaded = async <T>(inputs: Promise<T>, started: () => Promise<void>): Promise<T> => {
@@ -220,18 +221,29 @@ export function createGenerateAssetActivities({ db, store, providers }: Activity
      * while the inputs load, provider_running during the provider's call, finalizing while the result is stored.
      * A job found ended (cancelled meanwhile) fails the attempt with `JobEnded`, nothing more rendered or stored.
      *
-     * `resultName`, for an in-process render (a local activity, `ProviderRoute.inline`): the result's name, chosen
-     * by the workflow from its seeded randomness. A workflow task lost with its worker runs again elsewhere and
-     * chooses the same name, so its render is stored over the lost one's, not beside it; and an action it finds
-     * already completed (lost after the completion was committed) is answered with its result, not rendered again.
+     * `resultName`, for an in-process render (a local activity, `ProviderRoute.inline`): the seed of the result's
+     * name, chosen by the workflow from its seeded randomness; the name is keyed by the service secret
+     * (`SecretBox.nameFor`), so it is 128 bits no one can derive from the run. A workflow task lost with its worker
+     * runs again elsewhere and chooses the same seed, so its render is stored over the lost one's, not beside it.
+     * An in-process render takes a place of its renderer first (`reserveInProcess`); with none free it fails at
+     * once with `RendererBusy`, and the workflow sends the render to the provider's queue. An action already
+     * completed (a task lost after the completion was committed, or a workflow reset after it ended) is answered
+     * with its result, nothing rendered again.
      */
     async generateAsset(actionId: number, jobId?: string | null, resultName?: string): Promise<string> {
+      if (resultName !== undefined && !RESULT_NAME.test(resultName)) throw ApplicationFailure.nonRetryable(`invalid result name ${JSON.stringify(resultName)}`);
       const action = await loadAction(db.manager, actionId);
-      if (resultName !== undefined) {
-        if (!RESULT_NAME.test(resultName)) throw ApplicationFailure.nonRetryable(`invalid result name ${JSON.stringify(resultName)}`);
-        if (action.status === 'completed' && action.assetPath) return action.assetPath;
+      if (action.status === 'completed' && action.assetPath) return action.assetPath;
+      if (resultName === undefined) return renderAndStore(action, jobId ?? undefined);
+      const release = providers.image.reserveInProcess?.();
+      if (!release) {
+        throw ApplicationFailure.create({ type: FAILURE_TYPES.rendererBusy, nonRetryable: true, message: 'every in-process render place is taken: the render takes the queue' });
       }
-      return renderAndStore(action, jobId ?? undefined, resultName);
+      try {
+        return await renderAndStore(action, jobId ?? undefined, secrets.nameFor(`result\n${actionId}\n${resultName}`));
+      } finally {
+        release();
+      }
     },
 
     /**

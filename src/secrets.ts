@@ -2,7 +2,7 @@
  * Service secrets: a configured value, or a random one kept in the data folder (so restarts and the processes of
  * one machine agree), and a small authenticated-encryption box for secrets stored in Postgres.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -62,9 +62,19 @@ function createSecretFile(file: string): void {
 /** AES-256-GCM with a key derived from a service secret: `v1.<iv>.<tag>.<ciphertext>` (base64url parts). */
 export class SecretBox {
   private readonly key: Buffer;
+  private readonly namesKey: Buffer;
 
   constructor(secret: string) {
     this.key = createHash('sha256').update(`secret-box\n${secret}`).digest();
+    this.namesKey = createHash('sha256').update(`secret-names\n${secret}`).digest();
+  }
+
+  /**
+   * 128 bits (32 hex digits) that only a holder of the service secret can compute from `label`: the same label
+   * gives the same name on every process, and a name tells nothing of another's.
+   */
+  nameFor(label: string): string {
+    return createHmac('sha256', this.namesKey).update(label).digest('hex').slice(0, 32);
   }
 
   seal(plain: string): string {

@@ -7,10 +7,12 @@
  * An image of a provider that renders in the worker's own process (the local renderer, `ProviderRoute.inline`) is
  * a local activity instead, since the `inline-render` patch: it runs in this worker within the workflow task of the
  * steps around it, so a photo takes one workflow task and no task queue round trip; it is recorded as a marker
- * like the bookkeeping steps. Workflows started before routing (no route) render on the main queue as they did.
+ * like the bookkeeping steps. When the renderer has no room for it (`RendererBusy`: its places are taken by other
+ * renders) it takes the provider's queue as any other render, so that workflow tasks never wait for a render's
+ * turn. Workflows started before routing (no route) render on the main queue as they did.
  */
 import {
-  ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, RetryPolicy, sleep, uuid4,
+  ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, RetryPolicy, sleep, uuid4,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { FAILURE_TYPES, ProviderRoute, TIMEOUTS } from '../src/temporal/contract';
@@ -25,7 +27,13 @@ export async function renderAsset(
     // Named here, from the workflow's seeded randomness: a workflow task lost with its worker chooses the same name
     // when it runs again, so the repeated render replaces the lost one's result rather than lying beside it.
     const resultName = uuid4().replace(/-/g, '');
-    return proxyLocalActivities<Activities>({ ...TIMEOUTS.inlineRender, retry }).generateAsset(actionId, jobId ?? null, resultName);
+    try {
+      return await proxyLocalActivities<Activities>({ ...TIMEOUTS.inlineRender, retry }).generateAsset(actionId, jobId ?? null, resultName);
+    } catch (err) {
+      // RendererBusy is not retried (nonRetryable): its render goes to the queue below.
+      const cause = err instanceof ActivityFailure ? err.cause : err;
+      if (!(cause instanceof ApplicationFailure && cause.type === FAILURE_TYPES.rendererBusy)) throw err;
+    }
   }
   const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, ...TIMEOUTS.providerQueue, taskQueue: route.taskQueue, retry });
   if (route.pollSeconds === undefined) return render(provider.generateAsset);

@@ -140,7 +140,7 @@ export async function confirmStart(m: EntityManager, actionId: number): Promise<
   return Boolean(row);
 }
 
-export type StartOutcome = 'started' | 'cancelled';
+export type StartOutcome = 'started' | 'cancelled' | 'completed';
 export type CompleteOutcome = 'completed' | 'cancelled';
 
 /** How a v2 job ends when its action fails: `dead_letter` once its retryable attempts are spent. */
@@ -148,8 +148,10 @@ export interface JobFailure { jobId: string; status: 'failed' | 'dead_letter'; e
 
 /**
  * pending -> processing in the caller's transaction (the card too, while it has no completed version), and its start
- * recorded (`started`: its workflow runs, as this step shows). Answers `cancelled` (stop) when the action was
- * cancelled or is already closed.
+ * recorded (`started`: its workflow runs, as this step shows). Answers `completed` when it already is (a workflow
+ * task lost after its completion was committed runs again, or a workflow reset after the action ended): the steps
+ * after it find their work done and answer as recorded, charging nothing more. Answers `cancelled` (stop) when the
+ * action was cancelled or failed.
  */
 export async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
   // One statement (its own transaction when the caller has none): the action, then its card, in the house order.
@@ -164,8 +166,9 @@ export async function startAction(m: EntityManager, actionId: number): Promise<S
   if (moved!.n > 0) return 'started';
   const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
   if (!current) throw new Error(`action ${actionId} not found`);
-  // A retried start finds it processing: go on. Cancelled, or already closed (a duplicate or late
-  // workflow): stop, so nothing is rendered twice or for free.
+  // A retried start finds it processing: go on. Completed: go on, as above. Cancelled or failed (closed by a cancel,
+  // the API or the reconciler): stop, so nothing is rendered for free.
+  if (current.status === 'completed') return 'completed';
   return current.status === 'processing' ? 'started' : 'cancelled';
 }
 

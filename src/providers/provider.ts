@@ -119,9 +119,15 @@ export interface ImageProvider {
   readonly name: string;
   /**
    * Renders in the worker's own process (the local renderer): no remote quota to share, so its images are local
-   * activities of the workflow's worker rather than calls on its provider's task queue (`ProviderRoute.inline`).
+   * activities of the workflow's worker rather than calls on its provider's task queue (`ProviderRoute.inline`)
+   * while it has room for them (`reserveInProcess`).
    */
   readonly inProcess?: boolean;
+  /**
+   * A place for one render within its workflow's task, to give back when it ends; undefined when every place is
+   * taken: the render then goes to the provider's queue, so that workflow tasks never wait for a render's turn.
+   */
+  reserveInProcess?(): (() => void) | undefined;
   /** Typical seconds one render takes, for polling hints. */
   typicalSeconds(kind: ImageKind): number;
   renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset>;

@@ -101,6 +101,8 @@ export const FAILURE_TYPES = {
   webhookUnreachable: 'WebhookUnreachable',
   /** A v2 job's render found its job already ended (cancelled meanwhile): the attempt stops, nothing is stored. */
   jobEnded: 'JobEnded',
+  /** An in-process render found every place taken (`ImageProvider.reserveInProcess`): it goes to the provider's queue. */
+  rendererBusy: 'RendererBusy',
 } as const;
 export const NON_RETRYABLE_FAILURE_TYPES = [FAILURE_TYPES.providerRefused, FAILURE_TYPES.invalidInput];
 /**

@@ -5,7 +5,7 @@ import { jobWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { stepsOf } from '../support/history';
 import { ScriptedProvider } from '../support/providers';
-import { Stack, startStack } from '../support/stack';
+import { providerRoute, Stack, startStack } from '../support/stack';
 
 const V2 = '/api/v2';
 
@@ -85,6 +85,25 @@ describe('v2 jobs over HTTP', function () {
       } finally {
         await stack.db.query('DROP TRIGGER IF EXISTS test_job_moves ON jobs');
       }
+    });
+
+    it('runs again after it succeeded (a workflow task lost after the charge, a reset): succeeded as recorded, the job not moved back', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 20);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const job = (await call('POST', `${V2}/jobs/generate`, photo())).body;
+      const first = await finish(job.job_id);
+      assert.equal(first.status, 'succeeded');
+      const row = async () => (await stack.db.query('SELECT status, phase, attempts, updated_at FROM jobs WHERE id = $1', [job.job_id]))[0];
+      const before = await row();
+      const again = await stack.temporal.workflow.execute('jobWorkflow', {
+        taskQueue: stack.taskQueue, workflowId: `${jobWorkflowId(job.job_id)}-again`,
+        args: [{ jobId: job.job_id, actionId: job.resource_id, maxAttempts: 3, backoffMs: 200, provider: providerRoute(stack, 'photo') }],
+      });
+      assert.deepEqual(again, first, 'the recorded result, not a second one');
+      assert.deepEqual(await row(), before, 'not claimed, counted or moved again');
+      assert.deepEqual([before.status, before.phase, before.attempts], ['succeeded', 'completed', 1]);
+      assert.equal((await call('GET', `${V1}/balance`)).body.balance, 15, 'charged once');
+      await assertMoneyConsistent(stack.db, accountId);
     });
 
     it('runs an edit job on a completed action (type edit.execute)', async () => {

@@ -192,14 +192,17 @@ describe('the production topology: Temporal server on Postgres, S3 storage, 2 AP
     const actionIds = created.map((res) => { assert.equal(res.status, 200, JSON.stringify(res.body)); return res.body.action_id as number; });
 
     // The worker running a render right now: the local renderer's images render within the workflow task (a local
-    // activity), so it is the worker that took the task of an action already processing and has not completed it.
+    // activity), so it is the worker that took the task of an action already processing and has not completed it;
+    // a render the renderer had no room for runs on its queue, an activity the server sees in flight.
     const pids = new Map(cluster.workers.map((w) => [String(w.process.child.pid), w]));
     const victim = await eventually(async () => {
       for (const actionId of actionIds) {
         const [{ status }] = await db.query('SELECT status FROM actions WHERE id = $1', [actionId]);
         if (status !== 'processing') continue;
-        const events = (await temporal.workflow.getHandle(actionWorkflowId(actionId)).fetchHistory()).events!;
-        const identity = events.at(-1)?.workflowTaskStartedEventAttributes?.identity ?? '';
+        const handle = temporal.workflow.getHandle(actionWorkflowId(actionId));
+        const events = (await handle.fetchHistory()).events!;
+        const rendering = (await handle.describe()).raw.pendingActivities?.find((a) => a.activityType?.name === 'generateAsset');
+        const identity = events.at(-1)?.workflowTaskStartedEventAttributes?.identity ?? rendering?.lastWorkerIdentity ?? '';
         const worker = pids.get(identity.split('@')[0]);
         if (worker) return worker;
       }

@@ -8,13 +8,23 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
-import { loadSecret } from '../../src/secrets';
+import { loadSecret, SecretBox } from '../../src/secrets';
 import { testEnvironment } from '../support/environment';
 import { withEnv } from '../support/fixtures';
 import { startServiceProcess } from '../../ops/cluster/service-process';
 
 describe('service secrets', () => {
   const strong = randomBytes(32).toString('hex');
+
+  it('names from a secret: the same label the same 128 bits under one secret, unrelated under another or for another label', () => {
+    const box = new SecretBox('a-service-secret-of-enough-length-0001');
+    const name = box.nameFor('result\n7\nseed');
+    assert.match(name, /^[0-9a-f]{32}$/);
+    assert.equal(new SecretBox('a-service-secret-of-enough-length-0001').nameFor('result\n7\nseed'), name, 'every process computes the same');
+    assert.notEqual(new SecretBox('another-service-secret-of-enough-len').nameFor('result\n7\nseed'), name);
+    assert.notEqual(box.nameFor('result\n8\nseed'), name);
+    assert.notEqual(box.nameFor('result\n7\nseed2'), name);
+  });
 
   it('refuses configured secrets that are short or placeholders, naming the variable', () => {
     const weak: [string, RegExp][] = [

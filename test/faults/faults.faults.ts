@@ -21,6 +21,7 @@ import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fi
 import { startHttpsServer } from '../support/https-server';
 import { RunwayServer, startRunwayServer } from '../support/runway-server';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { stepsOf } from '../support/history';
 import { reconcile } from '../../src/actions/reconcile';
 
 interface Row { backend: BackendKind; scenario: string; jobs: number; lost: number; doubleCharged: number; recoverSeconds: number | null }
@@ -261,8 +262,12 @@ for (const kind of ['dev', 'server'] as const) {
           `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0].n as number;
         await eventually(waiting, (n) => n === 3, 60_000);
         // Each image is rendered and stored by now. Its render is a local activity of the workflow task that dies
-        // with the worker: the new worker renders it again under the name the workflow chose, over the lost one's.
+        // with the worker (not yet recorded: the task has not completed): the new worker renders it again under the
+        // name the workflow chose, over the lost one's.
         assert.deepEqual(await Promise.all(ids.map(async (id) => (await storedResults(id)).length)), ids.map(() => 1));
+        const recorded = async (id: number) => stepsOf((await stack.temporal.workflow.getHandle(actionWorkflowId(id)).fetchHistory()).events!)
+          .some((step) => step.type === 'generateAsset');
+        assert.deepEqual(await Promise.all(ids.map(recorded)), ids.map(() => false), 'the renders are in the task the kill loses');
         t0 = Date.now();
         await stack.replaceWorker(() => lock.rollbackTransaction());
       } finally {
@@ -302,7 +307,10 @@ for (const kind of ['dev', 'server'] as const) {
         const handle = stack.temporal.workflow.getHandle(workflowId);
         const { runId } = await handle.describe();
         const { events } = await handle.fetchHistory();
-        const first = events!.find((e) => e.eventType === proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
+        // The first task's end; a workflow still in its first task (an in-process photo renders within it) is reset
+        // to that task's start, which Temporal accepts as well.
+        const { EVENT_TYPE_WORKFLOW_TASK_COMPLETED: completed, EVENT_TYPE_WORKFLOW_TASK_STARTED: started } = proto.api.enums.v1.EventType;
+        const first = events!.find((e) => e.eventType === completed) ?? events!.find((e) => e.eventType === started)!;
         await stack.temporal.workflowService.resetWorkflowExecution({
           namespace: 'default', workflowExecution: { workflowId, runId }, workflowTaskFinishEventId: first.eventId, reason: operator, requestId: randomUUID(),
         });

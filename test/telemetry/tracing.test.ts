@@ -167,7 +167,6 @@ describe('tracing', function () {
       assert.equal(refusal.requestId, requestId);
       assert.equal(refusal.trace_id, traceId);
       const actionLines = lines.filter((l) => l.trace_id === traceId);
-      assert.ok(actionLines.includes(refusal), 'the activity\'s own line is in the trace');
       const withoutRequestId = actionLines.filter((l) => l.requestId !== requestId);
       assert.deepEqual(withoutRequestId.map((l) => l.msg), [], 'every line of the trace has the request id');
     });

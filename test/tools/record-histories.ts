@@ -161,6 +161,25 @@ async function recordJobEndings(input: string): Promise<void> {
   await slow.stop();
 }
 
+/**
+ * v8 (`inline-render`): two photos at once on a local renderer with one place: one renders in its workflow task, the
+ * other is refused at once (`RendererBusy`, a failed local activity) and renders on the provider's queue. The second
+ * is recorded.
+ */
+async function recordRendererBusy(input: string): Promise<void> {
+  const narrow = await startStack({ provider: new LocalRenderer({ delayMs: 1500, maxConcurrent: 1 }) });
+  const { accountId } = await newAccount(narrow.db, 50);
+  const route = providerRoute(narrow, 'photo');
+  const ids = await Promise.all([1, 2].map(() => placeAction(narrow.db, accountId, { params: { inputs: [input], resolution: '1K' }, hold: 5 })));
+  await Promise.all(ids.map((id) => startActionWorkflow(narrow.temporal, narrow.taskQueue, { id, accountId, type: 'generate', product: 'photo', provider: route })));
+  for (const id of ids) {
+    const handle = narrow.temporal.workflow.getHandle(actionWorkflowId(id));
+    await handle.result();
+    if ((await handle.fetchHistory()).events!.some((e) => e.markerRecordedEventAttributes?.failure)) await save(handle, 'action-workflow.photo-renderer-busy');
+  }
+  await narrow.stop();
+}
+
 async function main(): Promise<void> {
   setLogLevel('error');
   await setUpEnvironment();
@@ -171,7 +190,8 @@ async function main(): Promise<void> {
     // workflows after the `fused-steps` patch, i.e. every scenario except the announcement and funnel ones, whose
     // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (the action
     // workflow's scenarios only: v6 after `visible-steps`, v7 after `outcome-plans`), `inline` (v8, after
-    // `inline-render`: as `fused`, plus a job rendered in-process by the local renderer).
+    // `inline-render`: as `fused`, plus a job rendered in-process by the local renderer and a photo the renderer had
+    // no room for; `busy` records that photo alone).
     const only = process.env.HISTORY_ONLY;
     if (only && only !== 'fused' && only !== 'actions' && only !== 'inline') {
       const input = `inputs/record-${Date.now()}.jpg`;
@@ -180,6 +200,7 @@ async function main(): Promise<void> {
       if (only === 'routing') await recordRouted(stack, input);
       if (only === 'funnel') await recordFunnel();
       if (only === 'housekeeping') await recordHousekeeping(stack);
+      if (only === 'busy') await recordRendererBusy(input);
       await stack.stop();
       return;
     }
@@ -193,7 +214,10 @@ async function main(): Promise<void> {
     if (!only) await recordHousekeeping(stack);
     if (only !== 'actions') await recordJobEndings(input);
 
-    if (only === 'inline') await recordJob(stack, 'succeeded-in-process', input);
+    if (only === 'inline') {
+      await recordJob(stack, 'succeeded-in-process', input);
+      await recordRendererBusy(input);
+    }
     const photoId = await record(stack, 'photo-completed', 'photo', photo);
     await record(stack, 'photo-refused', 'photo', { inputs: [garbage] });
     await record(stack, 'card-completed', 'card', {

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { ProviderError } from '../../src/providers/provider';
 import { readBalance } from '../../src/billing/sparks';
 import { actionWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
@@ -83,6 +86,28 @@ describe('actionWorkflow (dev server)', function () {
       assert.deepEqual(await storyOf(stack, refused), [
         'startProcessing@local', 'generateAsset@local', 'failAndPlanDeliveries@local',
       ]);
+    });
+
+    it('runs again after its action completed (a workflow task lost after the charge, a reset): completed, nothing rendered, charged or sent twice', async () => {
+      const { accountId } = await newAccount(stack.db, 20);
+      const actionId = await placeAction(stack.db, accountId, { inputs: [await storedInput()], hold: 5 });
+      const first = await runAction(stack, accountId, actionId);
+      assert.equal(first.status, 'completed');
+      const results = () => readdir(path.join(os.tmpdir(), 'imagery-test-assets', 'results', String(actionId)));
+      const stored = await results();
+      // The same workflow over the same action, as a new worker runs a task whose first run was lost: its steps
+      // find the action completed and charged.
+      const again = await stack.temporal.workflow.execute('actionWorkflow', {
+        taskQueue: stack.taskQueue, workflowId: `${actionWorkflowId(actionId)}-again`, args: [{ actionId, provider: providerRoute(stack, 'photo') }],
+      });
+      assert.deepEqual(again, first, 'the recorded result, not a second one');
+      assert.deepEqual(await results(), stored, 'nothing rendered or stored again');
+      const handle = stack.temporal.workflow.getHandle(`${actionWorkflowId(actionId)}-again`);
+      assert.equal((await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.actionStatus), 'completed');
+      assert.deepEqual(await readBalance(stack.db, accountId), { balance: 15, holds: 0, available: 15 });
+      const [{ n }] = await stack.db.query(`SELECT count(*)::int AS n FROM spark_ledger WHERE action_id = $1 AND kind = 'charge'`, [actionId]);
+      assert.equal(n, 1, 'one charge');
+      await assertMoneyConsistent(stack.db, accountId);
     });
 
     it('a permanent provider refusal fails after one attempt and releases the hold', async () => {

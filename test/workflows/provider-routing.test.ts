@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { actionWorkflowId, jobWorkflowId, providerTaskQueue } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { stepsOf } from '../support/history';
+import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ScriptedProvider } from '../support/providers';
 import { Stack, startStack } from '../support/stack';
 
@@ -39,6 +40,28 @@ describe('provider routing', function () {
     const rows = await remoteLike.db.query('SELECT status, provider FROM actions WHERE account_id = $1 ORDER BY id', [accountId]);
     assert.deepEqual(rows, [{ status: 'completed', provider: 'scripted' }, { status: 'completed', provider: 'scripted' }]);
     await assertMoneyConsistent(remoteLike.db, accountId);
+  });
+
+  it('an image the local renderer has no room for takes its queue: one place, two photos at once, each rendered once and charged once', async () => {
+    const narrow = await startStack({ provider: new LocalRenderer({ delayMs: 1500, maxConcurrent: 1 }) });
+    try {
+      const { accountId, apiKey } = await newAccount(narrow.db, 50);
+      const call = apiClient(narrow.baseUrl, apiKey);
+      const body = { images: [{ data: await jpegBase64(400, 500) }], product_name: 'Cup', category_id: 'home' };
+      const photos = await Promise.all([call('POST', `${V1}/generate/photo`, body), call('POST', `${V1}/generate/photo`, body)]);
+      const ids = photos.map((res) => { assert.equal(res.status, 200, JSON.stringify(res.body)); return res.body.action_id as number; });
+      for (const id of ids) assert.equal((await narrow.temporal.workflow.getHandle(actionWorkflowId(id)).result()).status, 'completed');
+      const queue = providerTaskQueue(narrow.taskQueue, 'local');
+      const calls = await Promise.all(ids.map((id) => providerCalls(narrow, actionWorkflowId(id))));
+      assert.deepEqual(calls.map((c) => c.join(' ')).sort(), ['generateAsset@local', `generateAsset@local generateAsset@${queue}`].sort(),
+        'one rendered in its task, the other refused at once (RendererBusy) and rendered on the queue');
+      const rows = await narrow.db.query('SELECT status, asset_path FROM actions WHERE account_id = $1', [accountId]);
+      assert.ok(rows.every((r: { status: string; asset_path: string }) => r.status === 'completed' && r.asset_path));
+      await assertMoneyConsistent(narrow.db, accountId);
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 40, available: 40, holds: 0 });
+    } finally {
+      await narrow.stop();
+    }
   });
 
   it('the local renderer renders images in the workflow\'s own worker (no task queue) and videos on its queue, and records the provider', async () => {

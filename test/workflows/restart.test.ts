@@ -3,6 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { actionWorkflowId } from '../../src/temporal/contract';
@@ -98,8 +99,10 @@ describe('stopping the service mid-job', function () {
       } finally {
         assert.equal(await restarted.kill('SIGTERM'), 0);
       }
-      // SIGKILL: the crashed task's render was lost with it; the task timed out and ran again on the restarted worker.
+      // SIGKILL: the crashed task's render was lost with it; the task timed out and ran again on the restarted worker,
+      // which stored its render over the lost one's (the name is the workflow's).
       assert.deepEqual(await recordedRenders(actionId), [1], 'one render in the history');
+      assert.equal((await readdir(path.join(dataDir, 'assets', 'results', String(actionId)))).length, 1, 'one stored result');
     });
   }
 });

@@ -55,7 +55,8 @@ export interface LocalRendererOptions {
   /**
    * Renders this process runs at once (the rest wait their turn; unbounded when left out). Images run as local
    * activities of the workflow worker (`inProcess`), outside any provider queue's concurrency cap, so the cap is here.
-   * The delay is not a render: it is waited outside the bound.
+   * The delay is not a render: it is waited outside the bound. It is also how many renders (their delay included)
+   * may run within their workflows' tasks at once (`reserveInProcess`); the others take the provider's queue.
    */
   maxConcurrent?: number;
 }
@@ -64,9 +65,26 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
   readonly name = 'local';
   readonly inProcess = true;
   private readonly limit?: ReturnType<typeof pLimit>;
+  private inProcessRenders = 0;
 
   constructor(private readonly options: LocalRendererOptions = {}) {
     if (options.maxConcurrent !== undefined) this.limit = pLimit(Math.max(1, options.maxConcurrent));
+  }
+
+  /**
+   * A place for a render within its workflow's task: at most `maxConcurrent` at once, each from its start (delay
+   * included) to its end, so that no workflow task waits behind another's render; the zero-cost mode renders
+   * nothing and always has room.
+   */
+  reserveInProcess(): (() => void) | undefined {
+    if (this.zeroCost || this.options.maxConcurrent === undefined) return () => {};
+    if (this.inProcessRenders >= Math.max(1, this.options.maxConcurrent)) return undefined;
+    this.inProcessRenders++;
+    let released = false;
+    return () => {
+      if (!released) this.inProcessRenders--;
+      released = true;
+    };
   }
 
   /** Runs a render within `maxConcurrent`; one cancelled while it waited for its turn does not start. */
