@@ -167,10 +167,13 @@ describe('metrics of the API and of a worker process', function () {
     walk(dashboard);
     assert.ok(exprs.length >= 10, `${exprs.length} queries`);
     const referenced = new Set(exprs.flatMap((e) => [...e.matchAll(/\b((?:imagery|temporal)_[a-z0-9_]+)/g)].map((m) => m[1])));
-    // A photo through the worker first, so that the SDK's histograms and sticky cache have samples (the test stands alone).
-    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 20)).apiKey);
+    // A photo and a video through the worker first, so that the SDK's histograms and sticky cache have samples (the
+    // test stands alone): the photo renders within its one workflow task, the video's steps are activities on the
+    // provider's queue with workflow tasks between them.
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
     const photo = (await call('POST', `${V1}/generate/photo`, { images: [{ data: image }] })).body;
-    await stack.temporal.workflow.getHandle(actionWorkflowId(photo.action_id)).result();
+    const video = (await call('POST', `${V1}/generate/video`, { image: { data: image }, duration_sec: 5 })).body;
+    for (const { action_id: id } of [photo, video]) await stack.temporal.workflow.getHandle(actionWorkflowId(id)).result();
     const worker = await eventually(() => scrape(workerMetricsUrl), (m) => m.samples.some((s) => s.name === 'temporal_sticky_cache_size'));
     const api = await scrape(apiMetrics.url);
     const known = new Set([...familiesOf(api.text), ...familiesOf(worker.text), ...api.samples.map((s) => s.name), ...worker.samples.map((s) => s.name)]);
