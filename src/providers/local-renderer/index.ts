@@ -64,11 +64,15 @@ export interface LocalRendererOptions {
 export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider {
   readonly name = 'local';
   readonly inProcess = true;
+  /** `maxConcurrent`, at least one; undefined: unbounded. */
+  private readonly places?: number;
   private readonly limit?: ReturnType<typeof pLimit>;
   private inProcessRenders = 0;
 
   constructor(private readonly options: LocalRendererOptions = {}) {
-    if (options.maxConcurrent !== undefined) this.limit = pLimit(Math.max(1, options.maxConcurrent));
+    if (options.maxConcurrent === undefined) return;
+    this.places = Math.max(1, options.maxConcurrent);
+    this.limit = pLimit(this.places);
   }
 
   /**
@@ -77,14 +81,10 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
    * nothing and always has room.
    */
   reserveInProcess(): (() => void) | undefined {
-    if (this.zeroCost || this.options.maxConcurrent === undefined) return () => {};
-    if (this.inProcessRenders >= Math.max(1, this.options.maxConcurrent)) return undefined;
+    if (this.zeroCost || this.places === undefined) return () => {};
+    if (this.inProcessRenders >= this.places) return undefined;
     this.inProcessRenders++;
-    let released = false;
-    return () => {
-      if (!released) this.inProcessRenders--;
-      released = true;
-    };
+    return () => void this.inProcessRenders--;
   }
 
   /** Runs a render within `maxConcurrent`; one cancelled while it waited for its turn does not start. */
