@@ -70,8 +70,10 @@ export function generateRoutes(services: ApiServices): Route[] {
         const { claim, done } = await replayed(ctx, 'v1:generate/card', body);
         if (done) return;
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
-        const images = await readImages(body.images, 'images', caller);
-        const reference = body.design_reference_image ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId) : undefined;
+        // Read by their headers: the worker decodes them (the analysis too, when it runs).
+        const images = await readImages(body.images, 'images', caller, 'header');
+        const reference = body.design_reference_image
+          ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId, 'header') : undefined;
         const found = await detect(images, locale, body, body.concept_id, body.user_text === undefined);
         const params: CardParams = {
           inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0],
@@ -105,11 +107,12 @@ export function generateRoutes(services: ApiServices): Route[] {
         const caller = ctx.state.caller as Caller;
         const { claim, done } = await replayed(ctx, 'v1:generate/video', body);
         if (done) return;
-        const image = await readImage(body.image, 'image', caller.accountId);
+        // Read by their headers: the worker decodes them.
+        const image = await readImage(body.image, 'image', caller.accountId, 'header');
         if (image.width < MIN_VIDEO_SIDE || image.height < MIN_VIDEO_SIDE) {
           throw new AppError(400, 'image_too_small', `image is ${image.width}x${image.height}; a video needs at least ${MIN_VIDEO_SIDE}x${MIN_VIDEO_SIDE}`);
         }
-        const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
+        const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId, 'header') : undefined;
         const prices = await readPriceList(db);
         const params: VideoParams = {
           input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario,

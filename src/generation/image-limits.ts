@@ -89,6 +89,8 @@ export interface UsableImage {
   format: StoredImageFormat;
   width: number;
   height: number;
+  /** Every pixel was decoded (false: only the header was read, `pixels: 'header'`). */
+  decoded: boolean;
 }
 
 export interface ImageCheckOptions {
@@ -97,6 +99,12 @@ export interface ImageCheckOptions {
    * through unchanged (a busy converter is not the image's fault).
    */
   heicToJpeg?: (heic: Buffer, pixels: number) => Promise<Buffer>;
+  /**
+   * `header`: the pixels of a JPEG, PNG or WebP already in 8-bit sRGB or grey are not decoded; the header alone is
+   * checked (format, size, frames), and whoever reads the pixels next finds out whether the data behind it is whole
+   * (`decodableImage`). A conversion (HEIC, CMYK, 16 bits) decodes every pixel either way. Default `decode`.
+   */
+  pixels?: 'decode' | 'header';
 }
 
 const FORMAT_NAMES: Record<ImageFormat, string> = { jpeg: 'JPEG', png: 'PNG', webp: 'WebP', heic: 'HEIC' };
@@ -139,15 +147,15 @@ async function asEightBitSrgb(bytes: Buffer, format: StoredImageFormat, header: 
   const pixels = sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }).keepExif().toColourspace(grey ? 'b-w' : 'srgb');
   const encoded = format === 'jpeg' ? pixels.jpeg({ quality: 90, optimiseCoding: false }) : format === 'png' ? pixels.png() : pixels.webp({ lossless: true });
   const { data, info } = await encoded.toBuffer({ resolveWithObject: true });
-  return { bytes: data, format, width: info.width, height: info.height };
+  return { bytes: data, format, width: info.width, height: info.height, decoded: true };
 }
 
 /**
  * The check of an image before it is stored: the real format sniffed from the bytes; from the header alone,
  * before anything is decoded, the size capped (MAX_IMAGE_SIDE, MAX_IMAGE_PIXELS, MAX_HEIC_PIXELS for HEIC,
  * MAX_16_BIT_PIXELS for 16 bits a channel) and animations refused (a GIF is not taken at all); HEIC converted to
- * JPEG, CMYK and 16-bit pixels to 8-bit sRGB; every pixel decoded once, in bounded memory. Throws ImageRefused
- * for an image the service will not take.
+ * JPEG, CMYK and 16-bit pixels to 8-bit sRGB; every pixel decoded once, in bounded memory (unless only the header
+ * is asked for: `pixels`). Throws ImageRefused for an image the service will not take.
  */
 export async function usableImage(original: Buffer, options: ImageCheckOptions = {}): Promise<UsableImage> {
   const accepted: ImageFormat[] = options.heicToJpeg ? ['jpeg', 'png', 'webp', 'heic'] : ['jpeg', 'png', 'webp'];
@@ -182,8 +190,24 @@ export async function usableImage(original: Buffer, options: ImageCheckOptions =
     const { width, height } = sniffed === 'heic' ? await sharp(bytes).metadata() : header;
     if (!width || !height) throw new Error('no dimensions');
     if (sniffed !== 'heic' && needsEightBitSrgb(header)) return await asEightBitSrgb(bytes, sniffed, header);
+    if (options.pixels === 'header' && sniffed !== 'heic') return { bytes, format: format as StoredImageFormat, width, height, decoded: false };
     await decodeEveryPixel(bytes, width, height);
-    return { bytes, format: format as StoredImageFormat, width, height };
+    return { bytes, format: format as StoredImageFormat, width, height, decoded: true };
+  } catch (err) {
+    throw undecodable(format, err);
+  }
+}
+
+/**
+ * Decodes every pixel of an image whose header passed `usableImage` (a stored input, or one checked by its header
+ * only) and throws ImageRefused (`undecodable`) when the data behind the header is not whole.
+ */
+export async function decodableImage(bytes: Buffer): Promise<void> {
+  const format = sniffImageFormat(bytes) ?? 'jpeg';
+  try {
+    const { width, height } = await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }).metadata();
+    if (!width || !height) throw new Error('no dimensions');
+    await decodeEveryPixel(bytes, width, height);
   } catch (err) {
     throw undecodable(format, err);
   }

@@ -2,11 +2,11 @@
  * Turns an ImageInput (HTTPS `url`, base64 `data`, or an `upl_` id in `data`) into checked bytes: size and pixel
  * count capped before decoding, the real format sniffed from the bytes (never trusted from `media_type`), HEIC
  * converted to JPEG on arrival, and every pixel decoded once to prove the image is usable before anything is held
- * or stored.
+ * or stored; or, for an image that only a worker reads (a generation whose fields were all sent), its header alone.
  */
 import { createHash } from 'node:crypto';
 import { findUpload } from './uploads';
-import { ImageRefused, usableImage, type UsableImage } from './image-limits';
+import { decodableImage, ImageRefused, usableImage, type UsableImage } from './image-limits';
 import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../net/outbound';
 import { AppError, badRequest, generationUnavailable, imageTooLarge } from '../errors';
 import { HeicConversionTimedOut, HeicConverterBusy, heicToJpeg } from './heic-converter';
@@ -61,18 +61,40 @@ async function convertHeic(heic: Buffer, pixels: number, where: string): Promise
   }
 }
 
+/** An image the service will not take, as the API answers it: 413 over a cap, else 400. */
+const refusedImage = (err: ImageRefused, where: string): AppError =>
+  err.reason === 'too_large' ? imageTooLarge(`${where} ${err.message}`) : badRequest(`${where} ${err.message}`);
+
+/**
+ * How much of an input the API reads: `decode`, every pixel (the default: an upload, or an image a provider is asked
+ * about before the answer); `header`, the header alone, for an image that only a worker reads, which decodes it and
+ * fails the action, nothing charged, when the data behind the header is damaged (docs/api.md "Damaged images").
+ */
+export type PixelCheck = 'decode' | 'header';
+
 /**
  * The input checked as every stored image is (`usableImage`), HEIC converted on the shared converter: 413 over
  * MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS (MAX_HEIC_PIXELS for HEIC) or MAX_IMAGE_SIDE, 400 for anything that is not a
  * usable JPEG, PNG, WebP or HEIC, 503 when the HEIC converter's queue is full.
  */
-export async function checkImage(original: Buffer, where: string): Promise<CheckedImage> {
+export async function checkImage(original: Buffer, where: string, pixels: PixelCheck = 'decode'): Promise<CheckedImage> {
   if (original.length > MAX_IMAGE_BYTES) throw imageTooLarge(`${where} is ${original.length} bytes; the limit is ${MAX_IMAGE_BYTES}`);
   try {
-    return await usableImage(original, { heicToJpeg: (heic, pixels) => convertHeic(heic, pixels, where) });
+    return await usableImage(original, { heicToJpeg: (heic, count) => convertHeic(heic, count, where), pixels });
   } catch (err) {
     if (!(err instanceof ImageRefused)) throw err;
-    throw err.reason === 'too_large' ? imageTooLarge(`${where} ${err.message}`) : badRequest(`${where} ${err.message}`);
+    throw refusedImage(err, where);
+  }
+}
+
+/** Decodes every pixel of the images read by their header only (`field[i]` names them): 400 for a damaged one. */
+export async function decodeUnread(images: CheckedImage[], field: string): Promise<void> {
+  for (const [index, image] of images.entries()) {
+    if (image.decoded) continue;
+    await decodableImage(image.bytes).catch((err) => {
+      throw err instanceof ImageRefused ? refusedImage(err, `${field}[${index}]`) : err;
+    });
+    image.decoded = true;
   }
 }
 
@@ -84,10 +106,10 @@ export function inputKey(image: Pick<CheckedImage, 'bytes' | 'format'>): string 
 }
 
 export function imageReader({ db, store, outbound }: Pick<Services, 'db' | 'store' | 'outbound'>) {
-  async function fromUrl(url: string, where: string): Promise<CheckedImage> {
+  async function fromUrl(url: string, where: string, pixels: PixelCheck): Promise<CheckedImage> {
     try {
       const { bytes } = await outbound.fetchBytes(url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: URL_FETCH_TIMEOUT_MS });
-      return await checkImage(bytes, where);
+      return await checkImage(bytes, where, pixels);
     } catch (err) {
       if (err instanceof OutboundTooLarge) throw imageTooLarge(`${where}: the image ${err.message}`);
       if (err instanceof OutboundRefused) throw badRequest(`${where}: the URL ${err.message}`);
@@ -100,14 +122,16 @@ export function imageReader({ db, store, outbound }: Pick<Services, 'db' | 'stor
     const upload = await findUpload(db, uploadId);
     if (!upload || upload.account_id !== accountId) throw new AppError(400, 'upload_not_found', `${where}: upload ${uploadId} does not exist`);
     if (new Date(upload.expires_at).getTime() <= Date.now()) throw new AppError(400, 'upload_expired', `${where}: upload ${uploadId} has expired; upload the image again`);
-    return { bytes: await store.read(upload.input_key), format: upload.format, width: upload.width, height: upload.height, storedKey: upload.input_key };
+    // Decoded when it was uploaded.
+    const bytes = await store.read(upload.input_key);
+    return { bytes, format: upload.format, width: upload.width, height: upload.height, decoded: true, storedKey: upload.input_key };
   }
 
-  /** Reads one ImageInput of the calling account. */
-  return async function readImage(input: ImageInput, where: string, accountId: number): Promise<CheckedImage> {
-    if (input.url !== undefined) return fromUrl(input.url, where);
+  /** Reads one ImageInput of the calling account, checked as `pixels` says. */
+  return async function readImage(input: ImageInput, where: string, accountId: number, pixels: PixelCheck = 'decode'): Promise<CheckedImage> {
+    if (input.url !== undefined) return fromUrl(input.url, where, pixels);
     if (input.data!.startsWith('upl_')) return fromUpload(input.data!, where, accountId);
-    return checkImage(decodeBase64Image(input.data!, where), where);
+    return checkImage(decodeBase64Image(input.data!, where), where, pixels);
   };
 }
 

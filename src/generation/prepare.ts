@@ -15,7 +15,7 @@ import type { PhotoJob } from '../providers/provider';
 import type { Caller, Services } from '../services';
 import { analyzeProduct } from './ask-text-provider';
 import { categoryOfConcept, findCategory } from './catalogue';
-import { type CheckedImage, type ImageInput, imageReader, inputKeys } from './images';
+import { type CheckedImage, decodeUnread, type ImageInput, imageReader, inputKeys, type PixelCheck } from './images';
 
 /** A photo as the contract orders it (v1 `generate/photo`, v2 `generation.execute`). */
 export interface PhotoOrder {
@@ -37,15 +37,17 @@ export function generationPreparation(services: Services) {
   const { db, providers } = services;
   const readImage = imageReader(services);
 
-  async function readImages(inputs: ImageInput[], field: string, caller: Caller): Promise<CheckedImage[]> {
+  async function readImages(inputs: ImageInput[], field: string, caller: Caller, pixels: PixelCheck = 'decode'): Promise<CheckedImage[]> {
     const images: CheckedImage[] = [];
-    for (const [index, input] of inputs.entries()) images.push(await readImage(input, `${field}[${index}]`, caller.accountId));
+    for (const [index, input] of inputs.entries()) images.push(await readImage(input, `${field}[${index}]`, caller.accountId, pixels));
     return images;
   }
 
   /**
    * Fills category, concept and product name: sent values win, a sent catalogue concept implies its category,
-   * the rest is detected from the photos. `needQualities` asks for the detected qualities too.
+   * the rest is detected from the photos (`images`, read by their header only or not: an analysis decodes them
+   * first, so a damaged one is 400 before the text provider sees it). `needQualities` asks for the detected
+   * qualities too.
    */
   async function detect(
     images: CheckedImage[], locale: Locale,
@@ -57,6 +59,7 @@ export function generationPreparation(services: Services) {
     let detected = false;
     if (!categoryId || !productName || needQualities) {
       requireProvider(services, 'text');
+      await decodeUnread(images, 'images');
       const analysis = await analyzeProduct(providers, images.map((i) => i.bytes), locale);
       qualities = analysis.qualities;
       if (!categoryId) [categoryId, detected] = [analysis.category_id, true];
@@ -79,10 +82,13 @@ export function generationPreparation(services: Services) {
     hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
   });
 
-  /** A photo request made ready to submit: images read (submitAction stores them), fields detected, price and params set. */
+  /**
+   * A photo request made ready to submit: images read by their header (submitAction stores them; the worker decodes
+   * them, or the analysis when it runs), fields detected, price and params set.
+   */
   async function preparePhoto(body: PhotoOrder, caller: Caller, acceptLanguage: string | undefined) {
     const locale = resolveLocale(body.locale, acceptLanguage);
-    const images = await readImages(body.images, 'images', caller);
+    const images = await readImages(body.images, 'images', caller, 'header');
     const found = await detect(images, locale, body, undefined);
     const price = photoPrice(await readPriceList(db), body.resolution);
     const params: PhotoParams = {

@@ -382,12 +382,12 @@ describe('image inputs over HTTP', function () {
   });
 
   describe('truncated images', () => {
-    it('are 400 invalid_request before anything is held, whether or not the fields to detect were sent', async () => {
+    it('are 400 invalid_request before anything is held when the request is analysed, or uploaded', async () => {
       const { accountId, apiKey } = await newAccount(stack.db, 50);
       const call = apiClient(stack.baseUrl, apiKey);
       for (const format of ['jpeg', 'png', 'webp'] as const) {
         const data = truncatedImage(await noiseImage(format)).toString('base64');
-        for (const body of [{ images: [{ data }], product_name: 'Bag', category_id: 'wearables' }, { images: [{ data }] }]) {
+        for (const body of [{ images: [{ data }] }, { images: [{ data }], category_id: 'wearables' }]) {
           const res = await call('POST', `${V1}/generate/photo`, body);
           assert.deepEqual([res.status, res.body.detail?.error], [400, 'invalid_request'], `${format}: ${JSON.stringify(res.body)}`);
           assert.match(res.body.detail.message, new RegExp(`^images\\[0\\] cannot be decoded as ${format.toUpperCase()}`));
@@ -398,6 +398,29 @@ describe('image inputs over HTTP', function () {
       assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
       const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]);
       assert.equal(n, 0);
+    });
+
+    it('are read by their header when nothing is analysed: accepted, then the worker fails the action once, nothing charged', async () => {
+      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const good = (await noiseImage('jpeg')).toString('base64');
+      // (A truncated WebP's header often gives the truncation away at arrival: test/generation/image-limits.test.ts.)
+      for (const format of ['jpeg', 'png'] as const) {
+        const data = truncatedImage(await noiseImage(format)).toString('base64');
+        // The damaged image first (the one the local renderer shows), then second (one it only proves whole).
+        for (const images of [[{ data }], [{ data: good }, { data }]]) {
+          const res = await call('POST', `${V1}/generate/photo`, { images, product_name: 'Bag', category_id: 'wearables' });
+          assert.equal(res.status, 200, `${format}: ${JSON.stringify(res.body)}`);
+          const handle = stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id));
+          const outcome = await handle.result();
+          assert.equal(outcome.status, 'failed', format);
+          assert.match((outcome as { error: string }).error, /^The image cannot be decoded/);
+          const renders = stepsOf((await handle.fetchHistory()).events!).filter((step) => step.type === 'generateAsset');
+          assert.deepEqual(renders.map((step) => step.attempt), [1], 'tried once');
+        }
+      }
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      await assertMoneyConsistent(stack.db, accountId);
     });
 
     /** An upload whose stored file is damaged afterwards, behind the API's back: only the worker can find out. */

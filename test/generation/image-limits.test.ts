@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { decodeEveryPixel } from '../../src/generation/image-limits';
+import { decodableImage, decodeEveryPixel, ImageRefused, usableImage } from '../../src/generation/image-limits';
 import { noiseImage, truncatedImage } from '../support/fixtures';
 
 /** Whether a promise settles without an error. */
@@ -36,5 +36,31 @@ describe('the decode of every image on arrival', () => {
 
   it('takes images too small to shrink', async () => {
     for (const format of ['jpeg', 'png', 'webp'] as const) await decodeEveryPixel(await noiseImage(format, 3, 5), 3, 5);
+  });
+});
+
+describe('the check of an image by its header only', () => {
+  // A truncated WebP's header often gives it away already (libwebp checks the first partition's size against the
+  // data), so it is left out here; either way it is refused, at arrival or by decodableImage.
+  it('takes an image damaged behind an intact header without decoding it; decodableImage refuses it, and takes the whole one', async () => {
+    for (const format of ['jpeg', 'png'] as const) {
+      const good = await noiseImage(format);
+      const damaged = truncatedImage(good);
+      assert.deepEqual(await usableImage(damaged, { pixels: 'header' }).then(({ format: f, width, height, decoded }) => ({ f, width, height, decoded })),
+        { f: format, width: 480, height: 360, decoded: false }, format);
+      await assert.rejects(usableImage(damaged), ImageRefused, `${format}: decoded by default`);
+      const refused = await decodableImage(damaged).then(() => undefined, (err: unknown) => err);
+      assert.ok(refused instanceof ImageRefused && refused.reason === 'undecodable', `${format}: ${String(refused)}`);
+      assert.match(refused.message, new RegExp(`^cannot be decoded as ${format.toUpperCase()} \\(`));
+      await decodableImage(good);
+      assert.equal((await usableImage(good)).decoded, true);
+    }
+  });
+
+  it('still converts (so decodes) what must be converted: a CMYK JPEG is refused when damaged even by its header', async () => {
+    const cmyk = await sharp({ create: { width: 480, height: 360, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+      .toColourspace('cmyk').jpeg().toBuffer();
+    await assert.rejects(usableImage(truncatedImage(cmyk), { pixels: 'header' }), ImageRefused);
+    assert.equal((await usableImage(cmyk, { pixels: 'header' })).decoded, true);
   });
 });

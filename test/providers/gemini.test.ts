@@ -7,7 +7,7 @@ import { GeminiProvider } from '../../src/providers/gemini';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { CardJob, PhotoJob, ProviderError } from '../../src/providers/provider';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
-import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, noiseImage, V1 } from '../support/fixtures';
+import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
 import {
   blocked, finishedWith, GeminiRequest, GeminiServer, httpError, imageAnswer, jsonAnswer, startGeminiServer, textAnswer,
 } from '../support/gemini-server';
@@ -122,6 +122,16 @@ describe('Gemini adapter on the wire', function () {
   });
 
   describe('failures', () => {
+    it('an input damaged behind an intact header (the API reads a generation\'s images by their headers) is invalid_image, final, nothing sent', async () => {
+      const damaged = truncatedImage(await noiseImage('png'));
+      for (const job of [{ ...photo, images: [photo.images[0], damaged] }, { ...photo, images: [damaged] }]) {
+        const err = await refusal(gemini.renderPhoto(job));
+        assert.deepEqual([err.code, err.retryable], ['invalid_image', false]);
+        assert.match(err.message, /^The image cannot be decoded as PNG \(/);
+      }
+      assert.equal(server.requests.length, 0);
+    });
+
     it('HTTP 429, 500, 503 and 504 are passing (retryable) with their codes; one request each: the SDK does not retry', async () => {
       const cases = [[429, 'rate_limited', 'RESOURCE_EXHAUSTED'], [500, 'internal_error', 'INTERNAL'], [503, 'unavailable', 'UNAVAILABLE'], [504, 'timeout', 'DEADLINE_EXCEEDED']] as const;
       for (const [status, code, name] of cases) {

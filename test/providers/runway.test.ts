@@ -6,7 +6,7 @@ import { OutboundPolicy } from '../../src/net/outbound';
 import { createProviders, UnconfiguredProvider } from '../../src/providers';
 import { ProviderError, VideoJob } from '../../src/providers/provider';
 import { RunwayOptions, RunwayProvider } from '../../src/providers/runway';
-import { eventually, noiseImage } from '../support/fixtures';
+import { eventually, noiseImage, truncatedImage } from '../support/fixtures';
 import { lavfiMp4, RUNWAY_VERSION, RunwayServer, sampleMp4, startRunwayServer } from '../support/runway-server';
 
 const LOOPBACK = new OutboundPolicy(['127.0.0.0/8', '::1/128']);
@@ -119,6 +119,14 @@ describe('Runway adapter (against a local Runway wire-format server)', function 
 
     it('refuses an image that cannot be decoded, before sending anything', async () => {
       await rejectsWith(runway().startVideo(job({ image: Buffer.from('not an image') })), 'invalid_image', false);
+      assert.equal(server.requests.length, 0);
+    });
+
+    it('refuses an image damaged behind an intact header (the API reads a video\'s image by its header only), before sending anything', async () => {
+      const damaged = truncatedImage(await noiseImage('jpeg'));
+      assert.equal((await sharp(damaged).metadata()).format, 'jpeg', 'the header is intact');
+      const err = await rejectsWith(runway().startVideo(job({ image: damaged })), 'invalid_image', false);
+      assert.match(err.message, /^The image cannot be decoded/);
       assert.equal(server.requests.length, 0);
     });
   });

@@ -11,6 +11,7 @@ import type {
 } from '../provider';
 import type { Locale } from '../../locale';
 import { ProviderError } from '../provider';
+import { requireDecodable } from '../inputs';
 import { inSpan, SpanKind } from '../../telemetry/spans';
 import { ASKED_TWICE, badAnswer, contentRefusal, wireFailure } from './failures';
 import { editFrame, inlineImage, pictureOf } from './images';
@@ -70,7 +71,8 @@ export class GeminiProvider implements ImageProvider, TextProvider {
     });
   }
 
-  private image(images: Buffer[], prompt: string, frame: { aspectRatio: string; imageSize: string }, signal?: AbortSignal): Promise<RenderedAsset> {
+  private async image(images: Buffer[], prompt: string, frame: { aspectRatio: string; imageSize: string }, signal?: AbortSignal): Promise<RenderedAsset> {
+    await requireDecodable(images); // the API read their headers only
     const parts = [...images.map(inlineImage), { text: prompt }];
     const config: GenerateContentConfig = { responseModalities: ['TEXT', 'IMAGE'], imageConfig: frame };
     return askingTwiceIfUnusable(async () => pictureOf(await this.generate(this.options.imageModel, parts, config, signal)));

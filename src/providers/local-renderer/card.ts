@@ -5,6 +5,7 @@
  */
 import sharp from 'sharp';
 import type { CardJob, RenderedAsset } from '../provider';
+import { requireDecodable } from '../inputs';
 import { dimensionsFor, escapeXml, fitted, hashOf, hex, LONG_SIDE, meanColour, mix, wrap } from './compose';
 
 type Rgb = [number, number, number];
@@ -35,6 +36,8 @@ function bullets(text: string): string[] {
 
 export async function renderCard(job: CardJob): Promise<RenderedAsset> {
   const { width, height } = dimensionsFor(job.aspectRatio, LONG_SIDE['2K']);
+  // The first photo is the one shown (and decoded as it is fitted); the others are only proven whole.
+  await requireDecodable(job.images.slice(1));
   return job.style === 'cinematic' ? renderCinematic(job, width, height) : renderInfographic(job, width, height);
 }
 

@@ -1,6 +1,7 @@
 /** A styled product photo: the product on a studio backdrop with a soft floor shadow. */
 import sharp from 'sharp';
 import type { PhotoJob, RenderedAsset } from '../provider';
+import { requireDecodable } from '../inputs';
 import { dimensionsFor, fitted, LONG_SIDE } from './compose';
 
 const BACKDROPS: Record<PhotoJob['photoStyle'], [string, string]> = {
@@ -10,7 +11,8 @@ const BACKDROPS: Record<PhotoJob['photoStyle'], [string, string]> = {
 
 export async function renderPhoto(job: PhotoJob): Promise<RenderedAsset> {
   const { width, height } = dimensionsFor(job.aspectRatio, LONG_SIDE[job.resolution]);
-  const product = await fitted(job.images[0], width * 0.72, height * 0.62);
+  // The first photo is the one shown (and decoded as it is fitted); the others are only proven whole.
+  const [product] = await Promise.all([fitted(job.images[0], width * 0.72, height * 0.62), requireDecodable(job.images.slice(1))]);
   const [top, bottom] = BACKDROPS[job.photoStyle];
   const shadowY = Math.round(height / 2 + product.height / 2);
   const backdrop = Buffer.from(

@@ -1,9 +1,10 @@
 /**
  * An image as Runway takes it inline: a data URI of at most 5 MB. A JPEG, PNG or WebP that fits is sent as it is;
- * anything larger (or of another format) is re-encoded as JPEG, smaller each round until it fits.
+ * anything larger (or of another format) is re-encoded as JPEG, smaller each round until it fits. Either way every
+ * pixel is decoded first: data damaged behind an intact header is `invalid_image`, not retried.
  */
 import sharp from 'sharp';
-import { MAX_IMAGE_PIXELS } from '../../generation/image-limits';
+import { decodeEveryPixel, MAX_IMAGE_PIXELS } from '../../generation/image-limits';
 import { ProviderError } from '../provider';
 
 /** Runway's limit for a data URI, counted on the whole URI (5 MB, read as 5,000,000 characters to be safe). */
@@ -18,7 +19,10 @@ export async function promptImageUri(image: Buffer): Promise<string> {
     const decode = () => sharp(image, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS });
     const { format, width = 0, height = 0 } = await decode().metadata();
     const mime = format && MIME_TYPES[format];
-    if (mime && dataUri(mime, image).length <= MAX_DATA_URI_CHARS) return dataUri(mime, image);
+    if (mime && dataUri(mime, image).length <= MAX_DATA_URI_CHARS) {
+      await decodeEveryPixel(image, width, height); // sent as it is: proven whole first (the API read its header only)
+      return dataUri(mime, image);
+    }
     // Shrink by the share of the area that should fit (at least 10% a round), so it takes a round or two.
     let longSide = Math.max(width, height);
     for (;;) {
