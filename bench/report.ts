@@ -18,7 +18,7 @@ type ItemGroup = typeof ITEM_GROUPS[number];
  */
 export const ACCEPT_ITEMS = {
   body: { label: 'the JSON body parsed, its image\'s base64 decoded', groups: ['harness'] },
-  image_check: { label: 'the image checked (header, every pixel decoded once)', groups: ['harness'] },
+  image_check: { label: 'the image checked (its header: format, size, frames, colour space)', groups: ['harness'] },
   store_input: { label: 'the input stored (temp file, rename)', groups: ['harness'] },
   idempotency_lookup: { label: 'the Idempotency-Key looked up before any work (one prepared select)', groups: ['harness', 'postgres'] },
   start_service: { label: 'the service\'s workflow start (arguments, id policy, two search attributes, summary)', groups: ['harness', 'temporal'] },
