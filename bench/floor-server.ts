@@ -19,7 +19,7 @@
  *      the card placed in its project, the action, the hold, the answer recorded (src/actions/submit.ts);
  *   3. a bare workflow start (`benchNoopWorkflow`, no search attributes, on a queue nobody serves). The service:
  *      the action's workflow, typed, with its search attributes and summary (src/temporal/starts.ts).
- *   Not done here, done by the service: reading and checking the image (every pixel decoded once), storing it,
+ *   Not done here, done by the service: reading and checking the image (its header), storing it,
  *   pricing, the project's resolution, the request's validation.
  *
  * `node floor-server.js <database url> <temporal address> <port>`; prints `ready` once listening.
