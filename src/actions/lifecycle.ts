@@ -11,7 +11,7 @@ import { sqlRow } from '../db/sql';
 import { chargeParts, countCharged, settleHold } from '../billing/sparks';
 import { afterCommit } from '../db/after-commit';
 import { actionsTotal } from '../metrics/registry';
-import { closeJobOfAction, moveJobRecord } from '../jobs/lifecycle';
+import { closeJobOfAction, jobHasEnded, moveJobRecord } from '../jobs/lifecycle';
 
 type OpenStatus = 'pending' | 'processing';
 export const OPEN_ACTION_STATUSES: readonly OpenStatus[] = ['pending', 'processing'];
@@ -219,11 +219,15 @@ export async function recordedEnd(m: EntityManager, actionId: number): Promise<A
   throw new Error(`action ${actionId} is not closed (${action?.status ?? 'missing'})`);
 }
 
-/** Starts the action and moves its v2 job, if given, to claimed/routing: `cancelled` when either was ended first. */
+/**
+ * Starts the action and moves its v2 job, if given, from queued to claimed/routing: `cancelled` when either was ended
+ * first. A repeat of the step (a workflow task lost after it, mid-render) finds the job past routing and leaves it.
+ */
 export async function startWithJob(m: EntityManager, actionId: number, jobId?: string): Promise<StartOutcome> {
   const started = await startAction(m, actionId);
-  if (started === 'started' && jobId && !(await moveJobRecord(m, jobId, { status: 'claimed', phase: 'routing' }))) return 'cancelled';
-  return started;
+  if (started !== 'started' || !jobId) return started;
+  if (await moveJobRecord(m, jobId, { status: 'claimed', phase: 'routing', from: ['queued'] })) return 'started';
+  return (await jobHasEnded(m, jobId)) ? 'cancelled' : 'started';
 }
 
 /**

@@ -57,6 +57,8 @@ export interface JobMove {
   retryable?: boolean;
   errorCode?: string | null;
   errorMessage?: string | null;
+  /** Move it only from these statuses (a live job in any other is left as it is, and the move answers false). */
+  from?: JobStatus[];
 }
 
 /**
@@ -73,14 +75,21 @@ export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMo
             started_at = COALESCE(started_at, CASE WHEN $2 IN ('claimed', 'running') THEN now() END),
             completed_at = CASE WHEN $2 IN ('succeeded', 'failed', 'dead_letter', 'cancelled') THEN now() ELSE completed_at END,
             updated_at = now()
-      WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled') AND ${ACTION_OF_JOB_IS_LOCKED}
+      WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled') AND ($9::text[] IS NULL OR status = ANY($9))
+        AND ${ACTION_OF_JOB_IS_LOCKED}
       RETURNING id, type`,
     [jobId, move.status, move.phase, move.attempt ?? false, move.nextAttemptInMs ?? null, move.retryable ?? null,
-      move.errorCode ?? null, move.errorMessage ?? null]);
+      move.errorCode ?? null, move.errorMessage ?? null, move.from ?? null]);
   if (moved && (TERMINAL_JOB_STATUSES as readonly string[]).includes(move.status)) {
     afterCommit(m, () => jobsTotal.inc({ type: moved.type, outcome: move.status }));
   }
   return Boolean(moved);
+}
+
+/** Whether the job has ended (succeeded, failed, dead-lettered or cancelled). */
+export async function jobHasEnded(m: EntityManager, jobId: string): Promise<boolean> {
+  const row = await sqlRow(m, 'SELECT status FROM jobs WHERE id = $1', [jobId]);
+  return !row || (TERMINAL_JOB_STATUSES as readonly string[]).includes(row.status);
 }
 
 /** The `job` part of the accept statement (src/db/statement.ts): the v2 job of the statement's `action`, queued. */

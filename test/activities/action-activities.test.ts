@@ -325,6 +325,11 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
       assert.deepEqual([job.status, job.phase, job.attempts], ['claimed', 'routing', 0]);
       assert.ok(job.started_at);
 
+      // Run again past routing (a workflow task lost mid-render runs its start again): the job is not moved back.
+      await db.query(`UPDATE jobs SET status = 'running', phase = 'provider_running', attempts = 1 WHERE id = $1`, [jobId]);
+      assert.equal(await run('startProcessing', actionId, jobId), 'started');
+      assert.deepEqual(Object.values(await jobRow(jobId)).slice(0, 3), ['running', 'provider_running', 1]);
+
       const ended = await placeJob(accountId);
       await db.query(`UPDATE jobs SET status = 'cancelled', phase = 'failed' WHERE id = $1`, [ended.jobId]);
       assert.equal(await run('startProcessing', ended.actionId, ended.jobId), 'cancelled');

@@ -80,7 +80,7 @@ describe('benchmark harness (smoke)', function () {
       for (const [key, ms] of parts) assert.ok(ms.total !== null && ms.harness !== null, key);
       assert.ok(parts.get('image_check')!.total!.median > 0 && parts.get('start_service')!.temporal!.median > 0);
       assert.equal(parts.get('image_check')!.temporal, null);
-      assert.match(renderMarkdown(full, ''), /\| the image checked \(header, every pixel decoded once\) \| [\d.]+ \(/);
+      assert.match(renderMarkdown(full, ''), /\| the image checked \(its header: format, size, frames, colour space\) \| [\d.]+ \(/);
 
       const markdown = renderMarkdown(full, 'npm run bench', resolveAnalysis('## Analysis\n\nAccepted {{dev svc.post_api ratio}} of the accept floor; on the server {{server svc.post_api ratio}}.', full));
       assert.match(markdown, /\| POST \/generate\/photo accepted, API process alone \| req\/s \| [\d.]+ \|/);
