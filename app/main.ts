@@ -58,9 +58,8 @@ async function resolveTemporal(config: ReturnType<typeof loadConfig>, mode: Mode
  * so the renderer bounds them itself; its videos keep its task queue, capped alike.
  */
 function localRenders(config: ReturnType<typeof loadConfig>, mode: Mode): number {
-  if (config.localMaxConcurrency !== undefined) return config.localMaxConcurrency;
   const queueCap = config.providerLimits('local').maxConcurrent;
-  if (mode !== 'all') return queueCap;
+  if (mode !== 'all' || config.providerConcurrencySet('local')) return queueCap;
   sharp.concurrency(1);
   return Math.max(1, Math.min(queueCap, os.availableParallelism() - 1));
 }

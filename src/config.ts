@@ -59,8 +59,8 @@ export interface Config {
   videoProvider: 'local' | 'runway';
   /** Concurrency and rate caps of each provider's task queue (`<NAME>_MAX_CONCURRENCY`, `<NAME>_MAX_PER_SECOND`). */
   providerLimits: (providerName: string) => { maxConcurrent: number; maxPerSecond: number };
-  /** `LOCAL_MAX_CONCURRENCY` when set: the local renderer's renders at once in one process, whatever the mode. */
-  localMaxConcurrency: number | undefined;
+  /** Whether `<NAME>_MAX_CONCURRENCY` is set for this provider (else its cap is `PROVIDER_MAX_CONCURRENCY`'s or the default's). */
+  providerConcurrencySet: (providerName: string) => boolean;
   /** Runway (`VIDEO_PROVIDER=runway`); without a key the video provider is "not configured". */
   runwayApiKey: string | undefined;
   runwayBaseUrl: string;
@@ -342,7 +342,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       maxConcurrent: Math.max(1, int(`${name.toUpperCase()}_MAX_CONCURRENCY`, int('PROVIDER_MAX_CONCURRENCY', 4))),
       maxPerSecond: int(`${name.toUpperCase()}_MAX_PER_SECOND`, int('PROVIDER_MAX_PER_SECOND', 0)),
     }),
-    localMaxConcurrency: str('LOCAL_MAX_CONCURRENCY') === undefined ? undefined : Math.max(1, int('LOCAL_MAX_CONCURRENCY', 1)),
+    providerConcurrencySet: (name) => str(`${name.toUpperCase()}_MAX_CONCURRENCY`) !== undefined,
     runwayApiKey: str('RUNWAY_API_KEY')?.trim() || undefined,
     runwayBaseUrl: (str('RUNWAY_BASE_URL') ?? 'https://api.dev.runwayml.com').replace(/\/+$/, ''),
     runwayVideoModel: oneOf('RUNWAY_VIDEO_MODEL', ['gen4_turbo', 'gen4.5', 'gemini_omni_flash_1.1'] as const),

@@ -107,12 +107,13 @@ export function generateRoutes(services: ApiServices): Route[] {
         const caller = ctx.state.caller as Caller;
         const { claim, done } = await replayed(ctx, 'v1:generate/video', body);
         if (done) return;
-        // Read by their headers: the worker decodes them.
+        // Read by its header: the worker decodes it. The final frame is decoded here: a provider may not read it
+        // (Runway's gen4_turbo is not sent one), and a damaged one must not pass unnoticed.
         const image = await readImage(body.image, 'image', caller.accountId, 'header');
         if (image.width < MIN_VIDEO_SIDE || image.height < MIN_VIDEO_SIDE) {
           throw new AppError(400, 'image_too_small', `image is ${image.width}x${image.height}; a video needs at least ${MIN_VIDEO_SIDE}x${MIN_VIDEO_SIDE}`);
         }
-        const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId, 'header') : undefined;
+        const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
         const prices = await readPriceList(db);
         const params: VideoParams = {
           input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario,

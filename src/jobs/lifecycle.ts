@@ -63,7 +63,8 @@ export interface JobMove {
 
 /**
  * Moves a live job (in the caller's transaction, or alone); answers false when the job is already terminal
- * (cancelled by the API, or ended by an earlier run of the same step), which is then left as it is.
+ * (cancelled by the API, or ended by an earlier run of the same step), or not in one of the `from` statuses when
+ * they are given; it is then left as it is.
  */
 export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMove): Promise<boolean> {
   const moved = await sqlRow(m,

@@ -3,12 +3,21 @@
  * header only (docs/api.md "Damaged images"), so data damaged behind an intact header is found here, in the worker:
  * a permanent refusal (`invalid_image`, not retried), since the same bytes fail the same way on every attempt.
  */
+import os from 'node:os';
+import pLimit from 'p-limit';
 import { decodableImage } from '../generation/image-limits';
 import { ProviderError } from './provider';
 
+/**
+ * Decodes at once in this process, whatever the providers' own caps: one fewer than the cores (at least one). A
+ * WebP or an interlaced PNG is decoded whole (up to about 200 MB at 50 megapixels), so a worker of a remote provider,
+ * otherwise waiting on the network, holds at most that many.
+ */
+const decodes = pLimit(Math.max(1, os.availableParallelism() - 1));
+
 export async function requireDecodable(images: Buffer[]): Promise<void> {
   for (const image of images) {
-    await decodableImage(image).catch((err: Error) => {
+    await decodes(() => decodableImage(image)).catch((err: Error) => {
       throw new ProviderError(`The image ${err.message}`, 'invalid_image', false);
     });
   }

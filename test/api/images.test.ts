@@ -401,25 +401,52 @@ describe('image inputs over HTTP', function () {
     });
 
     it('are read by their header when nothing is analysed: accepted, then the worker fails the action once, nothing charged', async () => {
-      const { accountId, apiKey } = await newAccount(stack.db, 50);
+      const { accountId, apiKey } = await newAccount(stack.db, 200);
       const call = apiClient(stack.baseUrl, apiKey);
       const good = (await noiseImage('jpeg')).toString('base64');
+      const damaged = async (format: 'jpeg' | 'png' = 'jpeg') => truncatedImage(await noiseImage(format)).toString('base64');
+      const failsOnce = async (res: { status: number; body: { action_id: number } }, what: string, step = 'generateAsset') => {
+        assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`);
+        const handle = stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id));
+        const outcome = await handle.result();
+        assert.equal(outcome.status, 'failed', what);
+        assert.match((outcome as { error: string }).error, /^The image cannot be decoded/, what);
+        const renders = stepsOf((await handle.fetchHistory()).events!).filter(({ type }) => type === step);
+        assert.deepEqual(renders.map(({ attempt }) => attempt), [1], `${what}: tried once`);
+      };
+      const named = { product_name: 'Bag', category_id: 'wearables' };
+
       // (A truncated WebP's header often gives the truncation away at arrival: test/generation/image-limits.test.ts.)
       for (const format of ['jpeg', 'png'] as const) {
-        const data = truncatedImage(await noiseImage(format)).toString('base64');
+        const data = await damaged(format);
         // The damaged image first (the one the local renderer shows), then second (one it only proves whole).
         for (const images of [[{ data }], [{ data: good }, { data }]]) {
-          const res = await call('POST', `${V1}/generate/photo`, { images, product_name: 'Bag', category_id: 'wearables' });
-          assert.equal(res.status, 200, `${format}: ${JSON.stringify(res.body)}`);
-          const handle = stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id));
-          const outcome = await handle.result();
-          assert.equal(outcome.status, 'failed', format);
-          assert.match((outcome as { error: string }).error, /^The image cannot be decoded/);
-          const renders = stepsOf((await handle.fetchHistory()).events!).filter((step) => step.type === 'generateAsset');
-          assert.deepEqual(renders.map((step) => step.attempt), [1], 'tried once');
+          await failsOnce(await call('POST', `${V1}/generate/photo`, { images, ...named }), `photo, ${format}, ${images.length} images`);
         }
       }
-      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 50, available: 50, holds: 0 });
+      const card = { ...named, user_text: 'Soft leather' };
+      await failsOnce(await call('POST', `${V1}/generate/card`, { ...card, images: [{ data: good }, { data: await damaged() }] }), 'card, second photo');
+      await failsOnce(await call('POST', `${V1}/generate/card`, { ...card, images: [{ data: good }], design_reference_image: { data: await damaged() } }),
+        'card, design reference');
+      await failsOnce(await call('POST', `${V1}/generate/video`, { image: { data: await damaged() }, scenario: 'slow turn' }), 'video', 'advanceVideoRender');
+
+      const job = await call('POST', '/api/v2/jobs/generate', { images: [{ data: await damaged() }], ...named });
+      assert.equal(job.status, 202, JSON.stringify(job.body));
+      assert.equal((await stack.temporal.workflow.getHandle(jobWorkflowId(job.body.job_id)).result()).status, 'failed');
+      const done = (await call('GET', job.body.status_url)).body;
+      assert.deepEqual([done.status, done.retryable, done.error_code], ['failed', false, 'invalid_image']);
+
+      // Decoded on arrival: a card whose qualities are detected, and a video's final frame (a provider may not read it).
+      for (const [path, body, field] of [
+        ['generate/card', { ...named, images: [{ data: await damaged() }] }, 'images[0]'],
+        ['generate/video', { image: { data: good }, final_frame: { data: await damaged() }, scenario: 'slow turn' }, 'final_frame'],
+      ] as const) {
+        const res = await call('POST', `${V1}/${path}`, body);
+        assert.deepEqual([res.status, res.body.detail?.error], [400, 'invalid_request'], `${path}: ${JSON.stringify(res.body)}`);
+        assert.match(res.body.detail.message, new RegExp(`^${field.replace(/[[\]]/g, '\\$&')} cannot be decoded as JPEG`));
+      }
+
+      assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 200, available: 200, holds: 0 });
       await assertMoneyConsistent(stack.db, accountId);
     });
 

@@ -74,11 +74,11 @@ describe('benchmark harness (smoke)', function () {
       }
 
       // The accept's parts measured apart (at /proc's 10 ms resolution over 20 runs the smallest may read 0): every
-      // part is measured and reported, the image check and the starts cost something, Temporal counts for starts only.
+      // part is measured and reported, the starts cost something, Temporal counts for starts only.
       const parts = new Map(report.acceptItems!.map((r) => [r.key, r.ms]));
       assert.deepEqual([...parts.keys()], ['body', 'image_check', 'store_input', 'idempotency_lookup', 'start_service', 'start_bare']);
       for (const [key, ms] of parts) assert.ok(ms.total !== null && ms.harness !== null, key);
-      assert.ok(parts.get('image_check')!.total!.median > 0 && parts.get('start_service')!.temporal!.median > 0);
+      assert.ok(parts.get('start_service')!.temporal!.median > 0);
       assert.equal(parts.get('image_check')!.temporal, null);
       assert.match(renderMarkdown(full, ''), /\| the image checked \(its header: format, size, frames, colour space\) \| [\d.]+ \(/);
 

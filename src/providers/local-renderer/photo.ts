@@ -11,8 +11,10 @@ const BACKDROPS: Record<PhotoJob['photoStyle'], [string, string]> = {
 
 export async function renderPhoto(job: PhotoJob): Promise<RenderedAsset> {
   const { width, height } = dimensionsFor(job.aspectRatio, LONG_SIDE[job.resolution]);
-  // The first photo is the one shown (and decoded as it is fitted); the others are only proven whole.
-  const [product] = await Promise.all([fitted(job.images[0], width * 0.72, height * 0.62), requireDecodable(job.images.slice(1))]);
+  // The first photo is the one shown (and decoded as it is fitted); the others are only proven whole, first and in
+  // turn, so a render holds one decode at a time within its slot.
+  await requireDecodable(job.images.slice(1));
+  const product = await fitted(job.images[0], width * 0.72, height * 0.62);
   const [top, bottom] = BACKDROPS[job.photoStyle];
   const shadowY = Math.round(height / 2 + product.height / 2);
   const backdrop = Buffer.from(
