@@ -6,7 +6,7 @@
  * A placeholder is `{{<backend> <key> <field>}}`:
  * - `<backend>`: `dev` or `server`;
  * - `<key>` a figure (`svc.post_api`, `floor.accept`, ...) with `<field>` one of `median`, `min`, `max`, `p50`, `p99`,
- *   `floor` (its floor's median) or `ratio`; or `cpu:<figure>` with a CPU group (`service`, `temporal`, `postgres`,
+ *   `slowest` (its slowest request or start, ms), `floor` (its floor's median) or `ratio`; or `cpu:<figure>` with a CPU group (`service`, `temporal`, `postgres`,
  *   `postgresShared`, `harness`, `other`), `total`, `busy` or `ceiling`; or `large:<figure>` with `small`, `large` or `ratio`; or
  *   `item:<part>` (an accept's part measured apart: `body`, `image_check`, ...) with `harness`, `postgres`, `temporal` or `total`; or
  *   `start` with `healthy` (seconds), `idle`, `peak` or `after` (MiB).
@@ -55,6 +55,7 @@ function value(b: BackendReport, key: string, field: string): number | null | un
   switch (field) {
     case 'median': case 'min': case 'max': return row.service?.[field];
     case 'p50': case 'p99': return row[field]?.median;
+    case 'slowest': return row.max?.max;
     case 'floor': return row.floor?.median;
     case 'ratio': return row.ratio;
     default: throw new Error(`no field ${field} of ${key}`);
