@@ -200,12 +200,13 @@ export async function usableImage(original: Buffer, options: ImageCheckOptions =
 
 /**
  * Decodes every pixel of an image whose header passed `usableImage` (a stored input, or one checked by its header
- * only) and throws ImageRefused (`undecodable`) when the data behind the header is not whole.
+ * only; `size` when the caller has read it already) and throws ImageRefused (`undecodable`) when the data behind
+ * the header is not whole.
  */
-export async function decodableImage(bytes: Buffer): Promise<void> {
+export async function decodableImage(bytes: Buffer, size?: { width: number; height: number }): Promise<void> {
   const format = sniffImageFormat(bytes) ?? 'jpeg';
   try {
-    const { width, height } = await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }).metadata();
+    const { width, height } = size ?? await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS }).metadata();
     if (!width || !height) throw new Error('no dimensions');
     await decodeEveryPixel(bytes, width, height);
   } catch (err) {

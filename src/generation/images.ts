@@ -91,7 +91,7 @@ export async function checkImage(original: Buffer, where: string, pixels: PixelC
 export async function decodeUnread(images: CheckedImage[], field: string): Promise<void> {
   for (const [index, image] of images.entries()) {
     if (image.decoded) continue;
-    await decodableImage(image.bytes).catch((err) => {
+    await decodableImage(image.bytes, image).catch((err) => {
       throw err instanceof ImageRefused ? refusedImage(err, `${field}[${index}]`) : err;
     });
     image.decoded = true;

@@ -15,8 +15,10 @@ import { ProviderError } from './provider';
  */
 const decodes = pLimit(Math.max(1, os.availableParallelism() - 1));
 
-export async function requireDecodable(images: Buffer[]): Promise<void> {
+/** Proves each input whole in turn (absent optional inputs, such as a card's design reference, are skipped). */
+export async function requireDecodable(images: (Buffer | undefined)[]): Promise<void> {
   for (const image of images) {
+    if (!image) continue;
     await decodes(() => decodableImage(image)).catch((err: Error) => {
       throw new ProviderError(`The image ${err.message}`, 'invalid_image', false);
     });

@@ -71,20 +71,22 @@ export class GeminiProvider implements ImageProvider, TextProvider {
     });
   }
 
-  private async image(images: Buffer[], prompt: string, frame: { aspectRatio: string; imageSize: string }, signal?: AbortSignal): Promise<RenderedAsset> {
-    await requireDecodable(images); // the API read their headers only
+  private image(images: Buffer[], prompt: string, frame: { aspectRatio: string; imageSize: string }, signal?: AbortSignal): Promise<RenderedAsset> {
     const parts = [...images.map(inlineImage), { text: prompt }];
     const config: GenerateContentConfig = { responseModalities: ['TEXT', 'IMAGE'], imageConfig: frame };
     return askingTwiceIfUnusable(async () => pictureOf(await this.generate(this.options.imageModel, parts, config, signal)));
   }
 
-  renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset> {
+  /** The API read the photos by their headers only: proven whole before anything is sent. */
+  async renderPhoto(job: PhotoJob, signal?: AbortSignal): Promise<RenderedAsset> {
+    await requireDecodable(job.images);
     return this.image(job.images, photoPrompt(job), { aspectRatio: job.aspectRatio, imageSize: job.resolution }, signal);
   }
 
   /** Cards are rendered at 2K, as the contract prices them; the design reference is attached after the photos. */
-  renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset> {
+  async renderCard(job: CardJob, signal?: AbortSignal): Promise<RenderedAsset> {
     const images = job.designReference ? [...job.images, job.designReference] : job.images;
+    await requireDecodable(images);
     return this.image(images, cardPrompt(job), { aspectRatio: job.aspectRatio, imageSize: '2K' }, signal);
   }
 

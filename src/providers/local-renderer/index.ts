@@ -127,7 +127,7 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
    * a generation's images by their header only), so the benchmark counts that work where it now happens.
    */
   private async zeroCostRender(inputs: (Buffer | undefined)[]): Promise<RenderedAsset> {
-    await requireDecodable(inputs.filter((input): input is Buffer => input !== undefined));
+    await requireDecodable(inputs);
     return zeroCostImage();
   }
 
@@ -145,7 +145,7 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
 
   async startVideo(job: VideoJob, signal?: AbortSignal): Promise<VideoProgress> {
     if (this.zeroCost) {
-      await requireDecodable(job.finalFrame ? [job.image, job.finalFrame] : [job.image]);
+      await requireDecodable([job.image, job.finalFrame]);
       return { state: 'done', asset: await zeroCostVideo(this.options.ffmpegPath) };
     }
     await pause(this.options.delayMs ?? 0, signal);

@@ -19,9 +19,10 @@ export async function promptImageUri(image: Buffer): Promise<string> {
     const decode = () => sharp(image, { failOn: 'error', limitInputPixels: MAX_IMAGE_PIXELS });
     const { format, width = 0, height = 0 } = await decode().metadata();
     const mime = format && MIME_TYPES[format];
-    if (mime && dataUri(mime, image).length <= MAX_DATA_URI_CHARS) {
+    const asItIs = mime && dataUri(mime, image);
+    if (asItIs && asItIs.length <= MAX_DATA_URI_CHARS) {
       await decodeEveryPixel(image, width, height); // sent as it is: proven whole first (the API read its header only)
-      return dataUri(mime, image);
+      return asItIs;
     }
     // Shrink by the share of the area that should fit (at least 10% a round), so it takes a round or two.
     let longSide = Math.max(width, height);
