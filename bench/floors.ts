@@ -32,8 +32,9 @@ export async function startFloorServer(ctx: Pick<FloorContext, 'databaseUrl' | '
 }
 
 /**
- * The HTTP floors `floor.const` and `floor.select` (the poll floor). The accept floor is measured in turn with the
- * service's accepts (bench/service.ts, measureAccept), on the same Temporal backend in the same state.
+ * The HTTP floors `floor.const` and, unless the service phase measured it in turn with the polls (bench/service.ts),
+ * `floor.select` (the poll floor). The accept floor is measured in turn with the service's accepts (measureAccept),
+ * on the same Temporal backend in the same state.
  */
 export async function measureHttpFloors(ctx: FloorContext, figures: Figures): Promise<void> {
   const server = await startFloorServer(ctx);
@@ -41,9 +42,10 @@ export async function measureHttpFloors(ctx: FloorContext, figures: Figures): Pr
     const { connections, durationSec, repeats } = ctx.settings;
     const headers = { Authorization: `Bearer ${ctx.apiKey}` };
     await warmUp({ url: `${server.url}/select/${ctx.actionId}`, connections, durationSec: 1, headers });
+    const select = !figures['floor.select'];
     for (let r = 0; r < repeats; r++) {
       recordLoad(figures, 'floor.const', await httpLoad({ url: `${server.url}/const`, connections, durationSec }));
-      recordLoad(figures, 'floor.select', await httpLoad({ url: `${server.url}/select/${ctx.actionId}`, connections, durationSec, headers }));
+      if (select) recordLoad(figures, 'floor.select', await httpLoad({ url: `${server.url}/select/${ctx.actionId}`, connections, durationSec, headers }));
     }
   } finally {
     await server.stop();

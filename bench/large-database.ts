@@ -146,6 +146,16 @@ async function measureAll(ctx: ServiceContext, apiUrl: string, m: Measured, temp
   }
 }
 
+/**
+ * After a seed, before measuring: the planner's statistics and the visibility map made current (VACUUM ANALYZE), and
+ * the seed's dirty pages written out (CHECKPOINT), so that the figures do not share the machine with the writeback of
+ * a million rows the harness just made (the checkpointer would otherwise write them during the measurements).
+ */
+async function settle(db: DataSource): Promise<void> {
+  await db.query('VACUUM ANALYZE');
+  await db.query('CHECKPOINT');
+}
+
 /** Small, grow, large: records `large.<figure>.small` and `large.<figure>.large`. */
 export async function measureLargeDatabase(ctx: ServiceContext, figures: Figures, total: number, accounts: number): Promise<void> {
   const api = await startService(ctx, 'api', 'api-large', 'bench-large');
@@ -153,7 +163,7 @@ export async function measureLargeDatabase(ctx: ServiceContext, figures: Figures
   try {
     const temporal = new TemporalClient({ connection, namespace: 'default' });
     const measured = await seedMeasuredAccount(ctx);
-    await ctx.db.query('VACUUM ANALYZE');
+    await settle(ctx.db);
     await measureAll(ctx, api.url, measured, temporal, figures, 'small');
 
     const [{ others }] = await ctx.db.query(`WITH made AS (
@@ -165,7 +175,7 @@ export async function measureLargeDatabase(ctx: ServiceContext, figures: Figures
     for (let done = existing; done < total; done += batch) {
       await insertActions(ctx.db, others, Math.min(batch, total - done));
     }
-    await ctx.db.query('VACUUM ANALYZE');
+    await settle(ctx.db);
     recordValue(figures, 'large.seed_seconds', (performance.now() - t) / 1000);
     const [{ n }] = await ctx.db.query('SELECT count(*)::int AS n FROM actions');
     recordValue(figures, 'large.actions', n);

@@ -22,10 +22,16 @@ export async function httpLoad(options: {
   url: string; connections: number; durationSec: number; method?: string; headers?: Record<string, string>; body?: string;
   /** A fresh `Idempotency-Key` on every request, as an integrator sends with each logical call. */
   idempotencyKeys?: boolean;
+  /**
+   * Requests a second over all connections (an offered load, not as many as the connections can): autocannon then
+   * corrects the latencies for coordinated omission (a request sent late because the service was slow counts from
+   * when it was due).
+   */
+  overallRate?: number;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: options.url, connections: options.connections, duration: options.durationSec, method: options.method ?? 'GET',
-    headers: options.headers, body: options.body, timeout: 30,
+    headers: options.headers, body: options.body, timeout: 30, overallRate: options.overallRate,
     ...(options.idempotencyKeys ? {
       requests: [{ setupRequest: (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...req.headers, 'Idempotency-Key': randomUUID() } }) }],
     } : {}),

@@ -98,6 +98,8 @@ export interface BackendReport {
   acceptItems?: AcceptItemRow[];
   /** The figures measured again on a database of `largeActions` actions, beside their small-database figure. */
   largeActions?: number;
+  /** The fixed rate at which `all` mode's slowest request was judged (requests a second offered). */
+  pacedOffered?: number | null;
   large?: LargeRow[];
   targets: Target[];
   notes: string[];
@@ -127,6 +129,7 @@ const LABELS: Record<string, [string, string]> = {
   'svc.balance': ['GET /api/v1/public/balance', 'req/s'],
   'svc.post_api': ['POST /generate/photo accepted, API process alone', 'req/s'],
   'svc.post_all': ['POST /generate/photo accepted, `all` mode (npm start), zero-cost renders', 'req/s'],
+  'svc.post_all_paced': ['POST /generate/photo accepted, `all` mode (npm start), zero-cost renders, offered at 0.5 of bare starts', 'req/s'],
   'svc.post_all_real': ['POST /generate/photo accepted, `all` mode (npm start), real local renders meanwhile', 'req/s'],
   'svc.jobs': ['jobs finished, one worker process, zero-cost render', 'jobs/s'],
   'svc.one_job': ['one job alone, POST to `completed` in status', 'ms'],
@@ -152,12 +155,12 @@ export const LARGE_FIGURES: Record<string, { label: string; unit: 'req/s' | 'ms'
 const FLOOR_OF: Record<string, string> = {
   'floor.select': 'floor.const',
   'svc.status': 'floor.select', 'svc.job': 'floor.select', 'svc.balance': 'floor.select',
-  'svc.post_api': 'floor.accept', 'svc.post_all': 'floor.starts', 'svc.post_all_real': 'floor.starts',
+  'svc.post_api': 'floor.accept', 'svc.post_all': 'floor.starts', 'svc.post_all_paced': 'floor.starts', 'svc.post_all_real': 'floor.starts',
   'svc.jobs': 'floor.batch', 'svc.webhooks': 'floor.batch', 'svc.one_job': 'floor.e2e',
 };
 
 const SERVICE_ORDER = ['floor.const', 'floor.select', 'floor.starts', 'floor.accept', 'floor.e2e', 'floor.batch',
-  'svc.status', 'svc.job', 'svc.balance', 'svc.post_api', 'svc.post_all', 'svc.post_all_real', 'svc.jobs', 'svc.one_job', 'svc.webhooks'];
+  'svc.status', 'svc.job', 'svc.balance', 'svc.post_api', 'svc.post_all', 'svc.post_all_paced', 'svc.post_all_real', 'svc.jobs', 'svc.one_job', 'svc.webhooks'];
 
 export function row(figures: Figures, key: string): Row {
   const m: Measured | undefined = figures[key];
@@ -173,7 +176,7 @@ export function row(figures: Figures, key: string): Row {
   };
 }
 
-const CPU_KEYS = ['floor.starts', 'floor.accept', 'svc.post_api', 'svc.post_all', 'svc.post_all_real', 'floor.batch', 'svc.jobs', 'svc.webhooks'];
+const CPU_KEYS = ['floor.select', 'svc.status', 'svc.job', 'svc.balance', 'floor.starts', 'floor.accept', 'svc.post_api', 'svc.post_all', 'svc.post_all_real', 'floor.batch', 'svc.jobs', 'svc.webhooks'];
 
 const median = (figures: Figures, key: string): number | null => (figures[key] ? stat(figures[key].values)?.median ?? null : null);
 
@@ -210,6 +213,7 @@ export function backendReport(
       ms: Object.fromEntries([...ITEM_GROUPS, 'total'].map((g) => [g, figure(`item.${key}.${g}`)])) as AcceptItemRow['ms'],
     })),
     largeActions: figure('large.actions')?.median ?? steps.largeActions,
+    pacedOffered: figure('svc.post_all_paced_offered')?.median ?? null,
     large: Object.entries(LARGE_FIGURES).map(([key, { label, unit }]) => {
       const small = figure(`large.${key}.small`);
       const large = figure(`large.${key}.large`);
@@ -248,11 +252,17 @@ export function judge(r: BackendReport): Target[] {
     pass: alone.ratio === null || p99Ratio === null || aloneOfStarts === null ? null : alone.ratio >= 0.8 && aloneOfStarts >= 0.5 && p99Ratio <= 2,
     observed: `${f2(alone.ratio)} of the accept floor, ${f2(aloneOfStarts)} of bare starts, p99 ${f2(alone.p99?.median)} ms vs ${f2(acceptFloor.p99?.median)} ms (${f2(p99Ratio)}x)`,
   });
+  // The ratio at saturation (50 connections); the slowest request at the rate the target names, offered at a fixed
+  // pace (at saturation a request waits 50 / throughput by Little's law, whatever the service does), which the
+  // service must have kept up with.
   const all = byKey(r, 'svc.post_all');
+  const paced = byKey(r, 'svc.post_all_paced');
+  const offered = r.pacedOffered ?? null;
+  const keptUp = paced.service && offered ? paced.service.median >= 0.95 * offered : null;
   targets.push({
-    figure: all.label, target: '>= 0.5 of bare starts, no request over 1 s',
-    pass: all.ratio === null || !all.max ? null : all.ratio >= 0.5 && all.max.max <= 1000,
-    observed: `ratio ${f2(all.ratio)}, slowest request ${f2(all.max?.max)} ms`,
+    figure: all.label, target: '>= 0.5 of bare starts, no request over 1 s (at 0.5 of bare starts, offered at a fixed rate)',
+    pass: all.ratio === null || !paced.max || keptUp === null ? null : all.ratio >= 0.5 && keptUp && paced.max.max <= 1000,
+    observed: `ratio ${f2(all.ratio)} at saturation (slowest there ${f2(all.max?.max)} ms); at ${f2(offered)}/s offered, ${f2(paced.service?.median)}/s answered, slowest request ${f2(paced.max?.max)} ms`,
   });
   ratioAtLeast('svc.post_all_real', 0.4);
   ratioAtLeast('svc.jobs', 0.8);
@@ -345,7 +355,7 @@ export function backendTable(b: BackendReport): string {
   return lines.join('\n');
 }
 
-/** Where the CPU of the POST loads, the jobs and the deliveries and of their floors goes, and what that allows on this machine. */
+/** Where the CPU of the polls, the POST loads, the jobs and the deliveries and of their floors goes, and what that allows on this machine. */
 export function cpuSection(b: BackendReport): string[] {
   const rows = b.cpu.filter((r) => r.totalMs !== null);
   if (rows.length === 0) return [];
@@ -359,6 +369,7 @@ export function cpuSection(b: BackendReport): string[] {
     '',
   ];
   const targets = [
+    ['svc.status', 0.8, 'poll'], ['svc.job', 0.8, 'poll'], ['svc.balance', 0.8, 'poll'],
     ['svc.post_api', 0.8, 'accepted request'], ['svc.post_all', 0.5, 'accepted request'], ['svc.post_all_real', 0.4, 'accepted request'],
     ['svc.jobs', 0.8, 'finished job'], ['svc.webhooks', 0.8, 'delivery'],
   ] as const;

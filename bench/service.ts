@@ -16,7 +16,7 @@ import { startFloorServer } from './floors';
 import { type CpuSubjects, measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
-import { sleep } from './stats';
+import { sleep, stat } from './stats';
 import type { BenchSettings } from './settings';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../test/support/fixtures';
 import type { WebhookReceiver } from './webhook-receiver';
@@ -87,7 +87,8 @@ async function oneJobAlone(base: string, account: Account, photoBody: string): P
 
 /**
  * The main phase, on one API process and one worker process: seeds a completed action and v2 job, then one job
- * alone, jobs per second, webhook deliveries per second, and, with the worker stopped, the three polls.
+ * alone, jobs per second, webhook deliveries per second, and, with the worker stopped, the three polls in turn with
+ * the poll floor.
  */
 export async function measureService(ctx: ServiceContext, figures: Figures): Promise<{ apiKey: string; actionId: number }> {
   const queue = 'bench-main';
@@ -132,15 +133,27 @@ async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningServ
 
   await measureWebhooks(ctx, api.url, b, figures, subjects);
 
-  // Polls with the API process alone (the worker stopped), 50 connections.
+  // Polls with the API process alone (the worker stopped), 50 connections, in turn with the poll floor (repetition
+  // by repetition, the floor first), so that both meet the machine and Postgres in the same state.
   await worker.stop();
   const headers = { Authorization: `Bearer ${a.apiKey}` };
-  const polls: [string, string][] = [
-    ['svc.status', `${V1}/status/${seeded.action_id}`], ['svc.job', `/api/v2/jobs/${job.job_id}`], ['svc.balance', `${V1}/balance`],
-  ];
-  await warmUp({ url: `${api.url}${polls[0][1]}`, connections: s.connections, durationSec: 1, headers });
-  for (let r = 0; r < s.repeats; r++) {
-    for (const [key, route] of polls) recordLoad(figures, key, await httpLoad({ url: `${api.url}${route}`, connections: s.connections, durationSec: s.durationSec, headers }));
+  const floor = await startFloorServer({ databaseUrl: ctx.databaseUrl, temporalAddress: ctx.temporalAddress, logDir: path.join(ctx.dataDir, 'logs') });
+  try {
+    const polls: [string, string, number][] = [
+      ['floor.select', `${floor.url}/select/${seeded.action_id}`, floor.pid], ['svc.status', `${api.url}${V1}/status/${seeded.action_id}`, api.pid],
+      ['svc.job', `${api.url}/api/v2/jobs/${job.job_id}`, api.pid], ['svc.balance', `${api.url}${V1}/balance`, api.pid],
+    ];
+    const database = new URL(ctx.databaseUrl).pathname.slice(1);
+    for (const [, url] of polls) await warmUp({ url, connections: s.connections, durationSec: 1, headers });
+    for (let r = 0; r < s.repeats; r++) {
+      for (const [key, url, pid] of polls) {
+        const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ url, connections: s.connections, durationSec: s.durationSec, headers }));
+        recordLoad(figures, key, result);
+        recordCpu(figures, key, cpu, result.ok);
+      }
+    }
+  } finally {
+    await floor.stop();
   }
 
   await measureMemory(ctx, api.url, a, queue, figures);
@@ -216,13 +229,19 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
   }
 }
 
+/** The share of the bare starts at which `all` mode's slowest request is judged (its target: >= 0.5 of bare starts). */
+export const ALL_MODE_PACE = 0.5;
+
 /**
  * POST /generate/photo accepted per second, 50 connections, each request with an `Idempotency-Key` of its own, to a
  * process of `mode` on a queue of its own: `api` (the API process alone: the workflows wait), `all` (`npm start`'s
  * one process, zero-cost renders) or `all-real` (`npm start`'s one process rendering for real meanwhile, without the
  * demo delay: renders must not starve accepting). With `api`, the accept floor (bench/floor-server.ts) is measured
  * in turn with it, repetition by repetition, so both meet the Temporal backend in the same state (a dev server's
- * start costs more as its SQLite file fills with the workflows every phase leaves open).
+ * start costs more as its SQLite file fills with the workflows every phase leaves open). With `all`, each repetition
+ * is followed by a run at a fixed rate, `ALL_MODE_PACE` of the bare starts (`svc.post_all_paced`): 50 closed-loop
+ * connections keep 50 requests waiting whatever the service's speed, so their latency is 50 / throughput (Little's
+ * law) and says nothing of how long a request waits at the rate the target asks for.
  */
 export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | 'all-real', figures: Figures): Promise<void> {
   const s = ctx.settings;
@@ -238,15 +257,22 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | '
       headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
     });
     const database = new URL(ctx.databaseUrl).pathname.slice(1);
-    const measured: [string, ReturnType<typeof load>, number][] = [[key, load(`${service.url}${V1}/generate/photo`), service.pid]];
+    const accepting = load(`${service.url}${V1}/generate/photo`);
+    const measured: [string, ReturnType<typeof load>, number][] = [[key, accepting, service.pid]];
     if (floor) measured.unshift(['floor.accept', load(`${floor.url}/accept`), floor.pid]);
     for (const [, options] of measured) await warmUp({ ...options, durationSec: 1 });
+    // `all`: besides as many as 50 connections can send, the rate its target names (half the bare starts measured
+    // in this run) offered at a fixed pace, for the target's bound on the slowest request.
+    const starts = figures['floor.starts'] ? stat(figures['floor.starts'].values) : null;
+    const pace = mode === 'all' && starts ? Math.round(starts.median * ALL_MODE_PACE) : undefined;
+    if (pace) recordValue(figures, 'svc.post_all_paced_offered', pace);
     for (let r = 0; r < s.repeats; r++) {
       for (const [figure, options, pid] of measured) {
         const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ ...options, durationSec: s.durationSec }));
         recordLoad(figures, figure, result);
         recordCpu(figures, figure, cpu, result.ok);
       }
+      if (pace) recordLoad(figures, 'svc.post_all_paced', await httpLoad({ ...accepting, durationSec: s.durationSec, overallRate: pace }));
     }
   } finally {
     await floor?.stop();

@@ -1,0 +1,33 @@
+/** The targets of issue 24 as the report judges them, on figures made up for the purpose. */
+import assert from 'node:assert/strict';
+import type { Figures } from '../../bench/measured';
+import { backendReport } from '../../bench/report';
+import { settingsFor } from '../../bench/settings';
+
+const load = (perSecond: number, max: number) => ({ values: [perSecond], p50: [max / 3], p99: [max * 0.9], max: [max], failed: 0 });
+
+/** `npm start`'s accept target, judged on bare starts of 100/s and the given saturated and paced runs. */
+function allModeTarget(extra: Figures) {
+  const figures: Figures = { 'floor.starts': load(100, 600), 'svc.post_all_paced_offered': { values: [50], p50: [], p99: [], max: [], failed: 0 }, ...extra };
+  const report = backendReport('dev', figures, settingsFor('smoke'), []);
+  return report.targets.find((t) => t.figure.includes('`all` mode (npm start), zero-cost renders'))!;
+}
+
+describe('benchmark targets (bench/report.ts judge)', () => {
+  it('judges npm start\'s slowest request at the paced rate, not under the saturating closed loop', () => {
+    // Saturated: 60/s over 50 connections, so its slowest request waits well over a second (Little's law).
+    const pass = allModeTarget({ 'svc.post_all': load(60, 1900), 'svc.post_all_paced': load(49.8, 700) });
+    assert.equal(pass.pass, true, pass.observed);
+    assert.match(pass.observed, /slowest there 1900\.00 ms.*at 50\.00\/s offered, 49\.80\/s answered, slowest request 700\.00 ms/);
+  });
+
+  it('fails when the paced run has a request over a second, fell behind its rate, or the saturated ratio is short', () => {
+    assert.equal(allModeTarget({ 'svc.post_all': load(60, 1900), 'svc.post_all_paced': load(50, 1001) }).pass, false);
+    assert.equal(allModeTarget({ 'svc.post_all': load(60, 1900), 'svc.post_all_paced': load(40, 700) }).pass, false, 'answered under 95% of the offered rate');
+    assert.equal(allModeTarget({ 'svc.post_all': load(45, 900), 'svc.post_all_paced': load(50, 700) }).pass, false, 'under 0.5 of bare starts');
+  });
+
+  it('says "not measured" without a paced run', () => {
+    assert.equal(allModeTarget({ 'svc.post_all': load(60, 900) }).pass, null);
+  });
+});
