@@ -10,8 +10,6 @@ declare module 'autocannon' {
     body?: string;
     pipelining?: number;
     timeout?: number;
-    /** Requests a second over all connections; latencies are then corrected for coordinated omission. */
-    overallRate?: number;
     /** Each request in turn; `setupRequest` may change a request before it is sent (a header per request). */
     requests?: { setupRequest?: (req: { headers?: Record<string, string> }) => { headers?: Record<string, string> } }[];
   }

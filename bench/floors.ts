@@ -32,17 +32,18 @@ export async function startFloorServer(ctx: Pick<FloorContext, 'databaseUrl' | '
 }
 
 /**
- * The HTTP floors `floor.const` and, unless the service phase measured it in turn with the polls (bench/service.ts),
- * `floor.select` (the poll floor). The accept floor is measured in turn with the service's accepts (measureAccept),
- * on the same Temporal backend in the same state.
+ * The HTTP floors `floor.const` and, with `select` (when the service phase did not measure it in turn with the
+ * polls, bench/service.ts), `floor.select` (the poll floor). The accept floor is measured in turn with the service's
+ * accepts (measureAccept), on the same Temporal backend in the same state.
  */
-export async function measureHttpFloors(ctx: FloorContext, figures: Figures): Promise<void> {
+export async function measureHttpFloors(ctx: FloorContext, figures: Figures, options: { select: boolean } = { select: true }): Promise<void> {
   const server = await startFloorServer(ctx);
   try {
     const { connections, durationSec, repeats } = ctx.settings;
     const headers = { Authorization: `Bearer ${ctx.apiKey}` };
-    await warmUp({ url: `${server.url}/select/${ctx.actionId}`, connections, durationSec: 1, headers });
-    const select = !figures['floor.select'];
+    const { select } = options;
+    if (select) delete figures['floor.select']; // samples of a service phase that failed before its polls were done
+    await warmUp(select ? { url: `${server.url}/select/${ctx.actionId}`, connections, durationSec: 1, headers } : { url: `${server.url}/const`, connections, durationSec: 1 });
     for (let r = 0; r < repeats; r++) {
       recordLoad(figures, 'floor.const', await httpLoad({ url: `${server.url}/const`, connections, durationSec }));
       if (select) recordLoad(figures, 'floor.select', await httpLoad({ url: `${server.url}/select/${ctx.actionId}`, connections, durationSec, headers }));

@@ -1,8 +1,10 @@
 /**
- * Load: HTTP through autocannon (N connections for D seconds, keep-alive, from this process, over loopback), and
- * closed loops of any async call (workflow starts) with the same shape of result.
+ * Load: HTTP through autocannon (N connections for D seconds, keep-alive, from this process, over loopback), an open
+ * loop at a fixed rate (a latency bound judged at a given load), and closed loops of any async call (workflow starts)
+ * with the same shape of result.
  */
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import autocannon from 'autocannon';
 import { percentile } from './stats';
 
@@ -22,16 +24,10 @@ export async function httpLoad(options: {
   url: string; connections: number; durationSec: number; method?: string; headers?: Record<string, string>; body?: string;
   /** A fresh `Idempotency-Key` on every request, as an integrator sends with each logical call. */
   idempotencyKeys?: boolean;
-  /**
-   * Requests a second over all connections (an offered load, not as many as the connections can): autocannon then
-   * corrects the latencies for coordinated omission (a request sent late because the service was slow counts from
-   * when it was due).
-   */
-  overallRate?: number;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: options.url, connections: options.connections, duration: options.durationSec, method: options.method ?? 'GET',
-    headers: options.headers, body: options.body, timeout: 30, overallRate: options.overallRate,
+    headers: options.headers, body: options.body, timeout: 30,
     ...(options.idempotencyKeys ? {
       requests: [{ setupRequest: (req: { headers?: Record<string, string> }) => ({ ...req, headers: { ...req.headers, 'Idempotency-Key': randomUUID() } }) }],
     } : {}),
@@ -50,6 +46,57 @@ export async function httpLoad(options: {
     max: result.latency.max,
     ok: result['2xx'],
     failed: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+/**
+ * An open loop: request i is sent at t0 + i / rate, whatever the service's speed (a slow answer never holds the next
+ * request back, as it does in a closed loop or in autocannon's per-connection allowance), on as many keep-alive
+ * connections as that needs; each is timed from the moment it was due, and every request is awaited after the
+ * window, so a late answer counts with its whole lateness. `perSecond` is the 2xx answers over the window.
+ */
+export async function openLoop(options: {
+  url: string; ratePerSecond: number; durationSec: number; method?: string; headers?: Record<string, string>; body?: string;
+  /** A fresh `Idempotency-Key` on every request. */
+  idempotencyKeys?: boolean;
+}): Promise<LoadResult & { sent: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const total = Math.round(options.ratePerSecond * options.durationSec);
+  const latencies: number[] = [];
+  let failed = 0;
+  let firstError: string | undefined;
+  const send = (due: number) => new Promise<void>((resolve) => {
+    const headers: Record<string, string> = { ...options.headers, ...(options.idempotencyKeys ? { 'Idempotency-Key': randomUUID() } : {}) };
+    if (options.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(options.body));
+    const fail = (why: string) => { failed++; firstError ??= why; resolve(); };
+    const req = http.request(options.url, { method: options.method ?? 'GET', headers, agent, timeout: 30_000 }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        if (res.statusCode! >= 200 && res.statusCode! < 300) latencies.push(performance.now() - due);
+        else fail(`HTTP ${res.statusCode}`);
+        resolve();
+      }).on('error', (err) => fail(String(err)));
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 30 s'))).on('error', (err) => fail(String(err)));
+    req.end(options.body);
+  });
+  const start = performance.now();
+  const interval = 1000 / options.ratePerSecond;
+  const inFlight: Promise<void>[] = [];
+  try {
+    for (let i = 0; i < total;) {
+      // Every request that is due by now goes out (a timer that fired late sends them all, each timed from its due moment).
+      for (const now = performance.now(); i < total && start + i * interval <= now; i++) inFlight.push(send(start + i * interval));
+      if (i < total) await new Promise((resolve) => setTimeout(resolve, Math.max(0, start + i * interval - performance.now())));
+    }
+    await Promise.all(inFlight);
+  } finally {
+    agent.destroy();
+  }
+  return {
+    perSecond: latencies.length / options.durationSec, p50: percentile(latencies, 50), p99: percentile(latencies, 99),
+    max: latencies.length ? Math.max(...latencies) : NaN, ok: latencies.length, failed, sent: total,
+    ...(firstError ? { note: `${failed} of ${total} failed, the first with: ${firstError}` } : {}),
   };
 }
 

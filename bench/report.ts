@@ -129,7 +129,7 @@ const LABELS: Record<string, [string, string]> = {
   'svc.balance': ['GET /api/v1/public/balance', 'req/s'],
   'svc.post_api': ['POST /generate/photo accepted, API process alone', 'req/s'],
   'svc.post_all': ['POST /generate/photo accepted, `all` mode (npm start), zero-cost renders', 'req/s'],
-  'svc.post_all_paced': ['POST /generate/photo accepted, `all` mode (npm start), zero-cost renders, offered at 0.5 of bare starts', 'req/s'],
+  'svc.post_all_paced': ['POST /generate/photo accepted, `all` mode (npm start), zero-cost renders, an open loop at 0.5 of bare starts', 'req/s'],
   'svc.post_all_real': ['POST /generate/photo accepted, `all` mode (npm start), real local renders meanwhile', 'req/s'],
   'svc.jobs': ['jobs finished, one worker process, zero-cost render', 'jobs/s'],
   'svc.one_job': ['one job alone, POST to `completed` in status', 'ms'],
@@ -155,7 +155,7 @@ export const LARGE_FIGURES: Record<string, { label: string; unit: 'req/s' | 'ms'
 const FLOOR_OF: Record<string, string> = {
   'floor.select': 'floor.const',
   'svc.status': 'floor.select', 'svc.job': 'floor.select', 'svc.balance': 'floor.select',
-  'svc.post_api': 'floor.accept', 'svc.post_all': 'floor.starts', 'svc.post_all_paced': 'floor.starts', 'svc.post_all_real': 'floor.starts',
+  'svc.post_api': 'floor.accept', 'svc.post_all': 'floor.starts', 'svc.post_all_real': 'floor.starts',
   'svc.jobs': 'floor.batch', 'svc.webhooks': 'floor.batch', 'svc.one_job': 'floor.e2e',
 };
 
@@ -252,17 +252,16 @@ export function judge(r: BackendReport): Target[] {
     pass: alone.ratio === null || p99Ratio === null || aloneOfStarts === null ? null : alone.ratio >= 0.8 && aloneOfStarts >= 0.5 && p99Ratio <= 2,
     observed: `${f2(alone.ratio)} of the accept floor, ${f2(aloneOfStarts)} of bare starts, p99 ${f2(alone.p99?.median)} ms vs ${f2(acceptFloor.p99?.median)} ms (${f2(p99Ratio)}x)`,
   });
-  // The ratio at saturation (50 connections); the slowest request at the rate the target names, offered at a fixed
-  // pace (at saturation a request waits 50 / throughput by Little's law, whatever the service does), which the
-  // service must have kept up with.
+  // The ratio at saturation (50 connections); the slowest request at the rate that ratio asks for, in an open loop
+  // (at saturation a request waits 50 / throughput by Little's law, whatever the service does), every one of its
+  // requests answered 2xx and timed from when it was due. The bench's reading of the target: it names no rate.
   const all = byKey(r, 'svc.post_all');
   const paced = byKey(r, 'svc.post_all_paced');
   const offered = r.pacedOffered ?? null;
-  const keptUp = paced.service && offered ? paced.service.median >= 0.95 * offered : null;
   targets.push({
-    figure: all.label, target: '>= 0.5 of bare starts, no request over 1 s (at 0.5 of bare starts, offered at a fixed rate)',
-    pass: all.ratio === null || !paced.max || keptUp === null ? null : all.ratio >= 0.5 && keptUp && paced.max.max <= 1000,
-    observed: `ratio ${f2(all.ratio)} at saturation (slowest there ${f2(all.max?.max)} ms); at ${f2(offered)}/s offered, ${f2(paced.service?.median)}/s answered, slowest request ${f2(paced.max?.max)} ms`,
+    figure: all.label, target: '>= 0.5 of bare starts at saturation; no request over 1 s in an open loop at 0.5 of bare starts',
+    pass: all.ratio === null || !paced.max ? null : all.ratio >= 0.5 && paced.failed === 0 && paced.max.max <= 1000,
+    observed: `ratio ${f2(all.ratio)} at saturation (slowest there ${f2(all.max?.max)} ms); at ${f2(offered)}/s offered, ${paced.failed} failed, slowest request ${f2(paced.max?.max)} ms`,
   });
   ratioAtLeast('svc.post_all_real', 0.4);
   ratioAtLeast('svc.jobs', 0.8);

@@ -11,7 +11,7 @@ import { ServiceMode, startServiceProcess } from '../ops/cluster/service-process
 import { BENCH_HARNESS_FLAG } from '../src/config';
 import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
-import { httpLoad, inBatches, warmUp } from './load';
+import { httpLoad, inBatches, openLoop, warmUp } from './load';
 import { startFloorServer } from './floors';
 import { type CpuSubjects, measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';
@@ -90,18 +90,20 @@ async function oneJobAlone(base: string, account: Account, photoBody: string): P
  * alone, jobs per second, webhook deliveries per second, and, with the worker stopped, the three polls in turn with
  * the poll floor.
  */
-export async function measureService(ctx: ServiceContext, figures: Figures): Promise<{ apiKey: string; actionId: number }> {
+export async function measureService(ctx: ServiceContext, figures: Figures, pollsDone: () => void = () => undefined): Promise<{ apiKey: string; actionId: number }> {
   const queue = 'bench-main';
   const [api, worker] = await Promise.all([startService(ctx, 'api', 'api-main', queue), startService(ctx, 'worker', 'worker-main', queue)]);
   try {
-    return await mainPhase(ctx, figures, api, worker, queue);
+    return await mainPhase(ctx, figures, api, worker, queue, pollsDone);
   } finally {
     await worker.stop();
     await api.stop();
   }
 }
 
-async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningService, worker: RunningService, queue: string): Promise<{ apiKey: string; actionId: number }> {
+async function mainPhase(
+  ctx: ServiceContext, figures: Figures, api: RunningService, worker: RunningService, queue: string, pollsDone: () => void,
+): Promise<{ apiKey: string; actionId: number }> {
   const s = ctx.settings;
   const a = await benchAccount(ctx.db, 'bench jobs');
   const b = await benchAccount(ctx.db, 'bench webhooks');
@@ -134,7 +136,7 @@ async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningServ
   await measureWebhooks(ctx, api.url, b, figures, subjects);
 
   // Polls with the API process alone (the worker stopped), 50 connections, in turn with the poll floor (repetition
-  // by repetition, the floor first), so that both meet the machine and Postgres in the same state.
+  // by repetition), so that both meet the machine and Postgres in the same state.
   await worker.stop();
   const headers = { Authorization: `Bearer ${a.apiKey}` };
   const floor = await startFloorServer({ databaseUrl: ctx.databaseUrl, temporalAddress: ctx.temporalAddress, logDir: path.join(ctx.dataDir, 'logs') });
@@ -146,12 +148,14 @@ async function mainPhase(ctx: ServiceContext, figures: Figures, api: RunningServ
     const database = new URL(ctx.databaseUrl).pathname.slice(1);
     for (const [, url] of polls) await warmUp({ url, connections: s.connections, durationSec: 1, headers });
     for (let r = 0; r < s.repeats; r++) {
-      for (const [key, url, pid] of polls) {
+      // Each repetition starts with the next of them, so that none always follows the same one.
+      for (const [key, url, pid] of [...polls.slice(r % polls.length), ...polls.slice(0, r % polls.length)]) {
         const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ url, connections: s.connections, durationSec: s.durationSec, headers }));
         recordLoad(figures, key, result);
         recordCpu(figures, key, cpu, result.ok);
       }
     }
+    pollsDone();
   } finally {
     await floor.stop();
   }
@@ -238,10 +242,10 @@ export const ALL_MODE_PACE = 0.5;
  * one process, zero-cost renders) or `all-real` (`npm start`'s one process rendering for real meanwhile, without the
  * demo delay: renders must not starve accepting). With `api`, the accept floor (bench/floor-server.ts) is measured
  * in turn with it, repetition by repetition, so both meet the Temporal backend in the same state (a dev server's
- * start costs more as its SQLite file fills with the workflows every phase leaves open). With `all`, each repetition
- * is followed by a run at a fixed rate, `ALL_MODE_PACE` of the bare starts (`svc.post_all_paced`): 50 closed-loop
- * connections keep 50 requests waiting whatever the service's speed, so their latency is 50 / throughput (Little's
- * law) and says nothing of how long a request waits at the rate the target asks for.
+ * start costs more as its SQLite file fills with the workflows every phase leaves open). With `all`, the saturated
+ * repetitions are followed by as many in an open loop at `ALL_MODE_PACE` of the bare starts (`svc.post_all_paced`):
+ * 50 closed-loop connections keep 50 requests waiting whatever the service's speed, so their latency is
+ * 50 / throughput (Little's law) and says nothing of how long a request waits at the rate the target asks for.
  */
 export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | 'all-real', figures: Figures): Promise<void> {
   const s = ctx.settings;
@@ -261,18 +265,21 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | '
     const measured: [string, ReturnType<typeof load>, number][] = [[key, accepting, service.pid]];
     if (floor) measured.unshift(['floor.accept', load(`${floor.url}/accept`), floor.pid]);
     for (const [, options] of measured) await warmUp({ ...options, durationSec: 1 });
-    // `all`: besides as many as 50 connections can send, the rate its target names (half the bare starts measured
-    // in this run) offered at a fixed pace, for the target's bound on the slowest request.
-    const starts = figures['floor.starts'] ? stat(figures['floor.starts'].values) : null;
-    const pace = mode === 'all' && starts ? Math.round(starts.median * ALL_MODE_PACE) : undefined;
-    if (pace) recordValue(figures, 'svc.post_all_paced_offered', pace);
     for (let r = 0; r < s.repeats; r++) {
       for (const [figure, options, pid] of measured) {
         const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ ...options, durationSec: s.durationSec }));
         recordLoad(figures, figure, result);
         recordCpu(figures, figure, cpu, result.ok);
       }
-      if (pace) recordLoad(figures, 'svc.post_all_paced', await httpLoad({ ...accepting, durationSec: s.durationSec, overallRate: pace }));
+    }
+    // `all`: then, with the worker still working off what the saturated runs left queued, the rate its target's
+    // ratio asks for (half the bare starts measured in this run) offered in an open loop, for its bound on the
+    // slowest request.
+    const starts = figures['floor.starts'] ? stat(figures['floor.starts'].values) : null;
+    const pace = mode === 'all' && starts ? Math.ceil(starts.median * ALL_MODE_PACE) : undefined;
+    if (pace) {
+      recordValue(figures, 'svc.post_all_paced_offered', pace);
+      for (let r = 0; r < s.repeats; r++) recordLoad(figures, 'svc.post_all_paced', await openLoop({ ...accepting, ratePerSecond: pace, durationSec: s.durationSec }));
     }
   } finally {
     await floor?.stop();
