@@ -1,10 +1,11 @@
 /**
- * Cost as the work grows: the same figures on a new database of their own holding only the measured account (small),
- * then again after it has been grown to `total` actions over `accounts` accounts, each action with its project, card, hold (charged), ledger row
- * and three events (pending, processing, completed), one in ten a v2 job's, made over the month before the last hour
- * (a live database's recent minutes hold the work of its workers, which the phase does not imitate). The measured account is the same in
- * both: 2,000 actions of its own (200 of them tagged with a `client_group_id`) in 200 projects, 200 of them v2 jobs'; the
- * other accounts' rows are what grows.
+ * Cost as the work grows: the same figures on two databases of their own, each served by an API process of its own
+ * and measured in turn: a small one holding only the measured account, and a large one holding the same account
+ * built the same way and then `total` actions over `accounts` accounts, each action with its project, card, hold
+ * (charged), ledger row and three events (pending, processing, completed), one in ten a v2 job's, made over the month
+ * before the last hour (a live database's recent minutes hold the work of its workers, which the phase does not
+ * imitate). The measured account: 2,000 actions of its own (200 of them tagged with a `client_group_id`) in 200
+ * projects, 200 of them v2 jobs'; the other accounts' rows are what grows.
  * Each figure on the large database must stay within 1.25x of the small one's (indexes where plans scan, keyset
  * paging where offsets grow).
  */
@@ -115,37 +116,6 @@ function catchUp(url: string, apiKey: string): Promise<void> {
   });
 }
 
-async function measureAll(ctx: ServiceContext, apiUrl: string, m: Measured, temporal: TemporalClient, figures: Figures, size: 'small' | 'large'): Promise<void> {
-  const s = ctx.settings;
-  const headers = { Authorization: `Bearer ${m.accountKey}` };
-  const call = apiClient(apiUrl, m.accountKey);
-  const polls: [string, string][] = [['status', `${V1}/status/${m.actionId}`], ['job', `/api/v2/jobs/${m.jobId}`], ['balance', `${V1}/balance`]];
-  for (const [key, route] of polls) {
-    await httpLoad({ url: `${apiUrl}${route}`, connections: s.connections, durationSec: 1, headers }); // warm
-    for (let r = 0; r < s.repeats; r++) recordLoad(figures, `large.${key}.${size}`, await httpLoad({ url: `${apiUrl}${route}`, connections: s.connections, durationSec: s.durationSec, headers }));
-  }
-  const expectOk = async (route: string) => {
-    const res = await call('GET', route);
-    if (res.status !== 200) throw new Error(`GET ${route}: ${res.status}`);
-    return res.body;
-  };
-  const total = (await expectOk(`${V1}/results?page_size=100`)).total as number;
-  const deepest = `${V1}/results?page_size=100&page=${Math.ceil(total / 100)}`;
-  const projects = (await expectOk(`${V1}/projects?limit=20`)).total as number;
-  const lastProjects = `${V1}/projects?limit=20&offset=${Math.max(0, projects - 20)}`;
-  const timed: [string, () => Promise<unknown>][] = [
-    ['results_deepest', () => expectOk(deepest)],
-    ['results_group', () => expectOk(`${V1}/results?page_size=100&client_group_id=${GROUP}`)],
-    ['projects_last', () => expectOk(lastProjects)],
-    ['live_catch_up', () => catchUp(`${apiUrl}${V1}/status/${m.actionId}/events`, m.accountKey)],
-    ['reconciler_pass', () => reconcile(ctx.db, temporal, { taskQueue: 'bench-large', graceSeconds: 120, webhookRetryInitialMs: 10_000 })],
-  ];
-  for (const [key, work] of timed) {
-    await medianMs(5, work); // warm
-    for (let r = 0; r < s.repeats; r++) recordValue(figures, `large.${key}.${size}`, await medianMs(key === 'reconciler_pass' ? 5 : 50, work));
-  }
-}
-
 /**
  * After a seed, before measuring: the planner's statistics and the visibility map made current (VACUUM ANALYZE), and
  * the seed's dirty pages written out (CHECKPOINT), so that the figures do not share the machine with the writeback of
@@ -156,32 +126,97 @@ async function settle(db: DataSource): Promise<void> {
   await db.query('CHECKPOINT');
 }
 
-/** Small, grow, large: records `large.<figure>.small` and `large.<figure>.large`. */
-export async function measureLargeDatabase(ctx: ServiceContext, figures: Figures, total: number, accounts: number): Promise<void> {
-  const api = await startService(ctx, 'api', 'api-large', 'bench-large');
-  const connection = await Connection.connect({ address: ctx.temporalAddress });
+/** One of the two databases the figures compare, with its own API process and its measured account. */
+interface Side { size: 'small' | 'large'; ctx: ServiceContext; apiUrl: string; m: Measured }
+
+/**
+ * Every figure on both databases in turn, repetition by repetition (the order alternating), so that a ratio compares
+ * figures taken seconds apart on the same machine in the same state rather than minutes apart.
+ */
+async function measureInTurn(sides: Side[], temporal: TemporalClient, figures: Figures): Promise<void> {
+  const s = sides[0].ctx.settings;
+  const inTurn = async (r: number, each: (side: Side) => Promise<void>) => {
+    for (const side of r % 2 === 0 ? sides : [...sides].reverse()) await each(side);
+  };
+  const polls: [string, (m: Measured) => string][] = [
+    ['status', (m) => `${V1}/status/${m.actionId}`], ['job', (m) => `/api/v2/jobs/${m.jobId}`], ['balance', () => `${V1}/balance`],
+  ];
+  for (const [key, route] of polls) {
+    const load = (side: Side, durationSec: number) => httpLoad({
+      url: `${side.apiUrl}${route(side.m)}`, connections: s.connections, durationSec, headers: { Authorization: `Bearer ${side.m.accountKey}` },
+    });
+    for (const side of sides) await load(side, 1); // warm
+    for (let r = 0; r < s.repeats; r++) await inTurn(r, async (side) => recordLoad(figures, `large.${key}.${side.size}`, await load(side, s.durationSec)));
+  }
+  const works = await Promise.all(sides.map(async (side) => {
+    const call = apiClient(side.apiUrl, side.m.accountKey);
+    const expectOk = async (route: string) => {
+      const res = await call('GET', route);
+      if (res.status !== 200) throw new Error(`GET ${route}: ${res.status}`);
+      return res.body;
+    };
+    const total = (await expectOk(`${V1}/results?page_size=100`)).total as number;
+    const deepest = `${V1}/results?page_size=100&page=${Math.ceil(total / 100)}`;
+    const projects = (await expectOk(`${V1}/projects?limit=20`)).total as number;
+    const lastProjects = `${V1}/projects?limit=20&offset=${Math.max(0, projects - 20)}`;
+    const work: Record<string, () => Promise<unknown>> = {
+      results_deepest: () => expectOk(deepest),
+      results_group: () => expectOk(`${V1}/results?page_size=100&client_group_id=${GROUP}`),
+      projects_last: () => expectOk(lastProjects),
+      live_catch_up: () => catchUp(`${side.apiUrl}${V1}/status/${side.m.actionId}/events`, side.m.accountKey),
+      reconciler_pass: () => reconcile(side.ctx.db, temporal, { taskQueue: 'bench-large', graceSeconds: 120, webhookRetryInitialMs: 10_000 }),
+    };
+    return work;
+  }));
+  for (const key of Object.keys(works[0])) {
+    for (const work of works) await medianMs(5, work[key]); // warm
+    const runs = key === 'reconciler_pass' ? 5 : 50;
+    for (let r = 0; r < s.repeats; r++) {
+      await inTurn(r, async (side) => recordValue(figures, `large.${key}.${side.size}`, await medianMs(runs, works[sides.indexOf(side)][key])));
+    }
+  }
+}
+
+/**
+ * The small database (the measured account alone) and the large one (the same account, then grown to `total`
+ * actions over `accounts` accounts), each served by an API process of its own, then every figure on both in turn:
+ * records `large.<figure>.small` and `large.<figure>.large`.
+ */
+export async function measureLargeDatabase(
+  small: ServiceContext, large: ServiceContext, figures: Figures, total: number, accounts: number,
+): Promise<void> {
+  const connection = await Connection.connect({ address: large.temporalAddress });
   try {
     const temporal = new TemporalClient({ connection, namespace: 'default' });
-    const measured = await seedMeasuredAccount(ctx);
-    await settle(ctx.db);
-    await measureAll(ctx, api.url, measured, temporal, figures, 'small');
+    const [smallMeasured, largeMeasured] = [await seedMeasuredAccount(small), await seedMeasuredAccount(large)];
 
-    const [{ others }] = await ctx.db.query(`WITH made AS (
+    const [{ others }] = await large.db.query(`WITH made AS (
       INSERT INTO accounts (name, balance) SELECT 'bench large ' || g, 1000000 FROM generate_series(1, $1) g RETURNING id
     ) SELECT array_agg(id ORDER BY id) AS others FROM made`, [accounts - 1]);
     const t = performance.now();
-    const [{ n: existing }] = await ctx.db.query('SELECT count(*)::int AS n FROM actions');
+    const [{ n: existing }] = await large.db.query('SELECT count(*)::int AS n FROM actions');
     const batch = 100_000;
     for (let done = existing; done < total; done += batch) {
-      await insertActions(ctx.db, others, Math.min(batch, total - done));
+      await insertActions(large.db, others, Math.min(batch, total - done));
     }
-    await settle(ctx.db);
     recordValue(figures, 'large.seed_seconds', (performance.now() - t) / 1000);
-    const [{ n }] = await ctx.db.query('SELECT count(*)::int AS n FROM actions');
+    await settle(small.db);
+    await settle(large.db);
+    const [{ n }] = await large.db.query('SELECT count(*)::int AS n FROM actions');
     recordValue(figures, 'large.actions', n);
-    await measureAll(ctx, api.url, measured, temporal, figures, 'large');
+
+    const [smallApi, largeApi] = await Promise.all([
+      startService(small, 'api', 'api-large-small', 'bench-large'), startService(large, 'api', 'api-large-large', 'bench-large'),
+    ]);
+    try {
+      await measureInTurn([
+        { size: 'small', ctx: small, apiUrl: smallApi.url, m: smallMeasured },
+        { size: 'large', ctx: large, apiUrl: largeApi.url, m: largeMeasured },
+      ], temporal, figures);
+    } finally {
+      await Promise.all([smallApi.stop(), largeApi.stop()]);
+    }
   } finally {
     await connection.close();
-    await api.stop();
   }
 }

@@ -34,7 +34,8 @@ import { startWebhookReceiver } from './webhook-receiver';
 
 const ROOT = path.resolve(__dirname, '../..');
 const BENCH_DB = 'imagery_bench';
-/** The large-database figures' own database: they measure how the rows' number weighs, not what other phases left. */
+/** The large-database figures' own databases: they measure how the rows' number weighs, not what other phases left. */
+const BENCH_SMALL_DB = 'imagery_bench_small';
 const BENCH_LARGE_DB = 'imagery_bench_large';
 const TEMPORAL_DB = 'temporal_bench';
 
@@ -50,7 +51,7 @@ export const HOW_TO_RUN = [
   'npm run bench -- --render         # BENCHMARKS.md again from bench/results.json (after editing bench/analysis.md or bench/changes.md)',
   '```',
   '',
-  `It recreates its own databases (\`${BENCH_DB}\`, \`${BENCH_LARGE_DB}\`, \`${TEMPORAL_DB}\` and \`${TEMPORAL_DB}_visibility\`), keeps its logs under`,
+  `It recreates its own databases (\`${BENCH_DB}\`, \`${BENCH_SMALL_DB}\`, \`${BENCH_LARGE_DB}\`, \`${TEMPORAL_DB}\` and \`${TEMPORAL_DB}_visibility\`), keeps its logs under`,
   '`.data/bench/`, and writes `bench/results.json` (every sample) and this file.',
 ].join('\n');
 
@@ -177,13 +178,14 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
         await phase('dev: npm start of an unchanged checkout, to healthy', notes, () => measureRestart(ctx, figures, settings.restartRuns));
         await phase(`dev: npm start's memory through ${settings.burstJobs} real renders`, notes, () => measureStartMemory(ctx, figures, settings.burstJobs));
         await phase(`dev: the figures again on ${settings.largeActions} actions`, notes, async () => {
-          const url = databaseUrl(BENCH_LARGE_DB);
-          await resetDatabase(url);
-          const largeDb = await openDatabase(url, { migrate: false, poolSize: 4 });
+          const [smallUrl, largeUrl] = [databaseUrl(BENCH_SMALL_DB), databaseUrl(BENCH_LARGE_DB)];
+          await Promise.all([resetDatabase(smallUrl), resetDatabase(largeUrl)]);
+          const [smallDb, largeDb] = await Promise.all([smallUrl, largeUrl].map((url) => openDatabase(url, { migrate: false, poolSize: 4 })));
           try {
-            await measureLargeDatabase({ ...ctx, db: largeDb, databaseUrl: url }, figures, settings.largeActions, settings.largeAccounts);
+            await measureLargeDatabase({ ...ctx, db: smallDb, databaseUrl: smallUrl }, { ...ctx, db: largeDb, databaseUrl: largeUrl },
+              figures, settings.largeActions, settings.largeAccounts);
           } finally {
-            await largeDb.destroy();
+            await Promise.all([smallDb.destroy(), largeDb.destroy()]);
           }
         });
       }
