@@ -135,8 +135,10 @@ interface Side { size: 'small' | 'large'; ctx: ServiceContext; apiUrl: string; m
  */
 async function measureInTurn(sides: Side[], temporal: TemporalClient, figures: Figures): Promise<void> {
   const s = sides[0].ctx.settings;
-  const inTurn = async (r: number, each: (side: Side) => Promise<void>) => {
-    for (const side of r % 2 === 0 ? sides : [...sides].reverse()) await each(side);
+  // Which goes first alternates with each repetition and with each figure, so that neither database is first more often.
+  let turn = 0;
+  const inTurn = async (each: (side: Side) => Promise<void>) => {
+    for (const side of turn++ % 2 === 0 ? sides : [...sides].reverse()) await each(side);
   };
   const polls: [string, (m: Measured) => string][] = [
     ['status', (m) => `${V1}/status/${m.actionId}`], ['job', (m) => `/api/v2/jobs/${m.jobId}`], ['balance', () => `${V1}/balance`],
@@ -146,7 +148,7 @@ async function measureInTurn(sides: Side[], temporal: TemporalClient, figures: F
       url: `${side.apiUrl}${route(side.m)}`, connections: s.connections, durationSec, headers: { Authorization: `Bearer ${side.m.accountKey}` },
     });
     for (const side of sides) await load(side, 1); // warm
-    for (let r = 0; r < s.repeats; r++) await inTurn(r, async (side) => recordLoad(figures, `large.${key}.${side.size}`, await load(side, s.durationSec)));
+    for (let r = 0; r < s.repeats; r++) await inTurn(async (side) => recordLoad(figures, `large.${key}.${side.size}`, await load(side, s.durationSec)));
   }
   const works = await Promise.all(sides.map(async (side) => {
     const call = apiClient(side.apiUrl, side.m.accountKey);
@@ -172,7 +174,7 @@ async function measureInTurn(sides: Side[], temporal: TemporalClient, figures: F
     for (const work of works) await medianMs(5, work[key]); // warm
     const runs = key === 'reconciler_pass' ? 5 : 50;
     for (let r = 0; r < s.repeats; r++) {
-      await inTurn(r, async (side) => recordValue(figures, `large.${key}.${side.size}`, await medianMs(runs, works[sides.indexOf(side)][key])));
+      await inTurn(async (side) => recordValue(figures, `large.${key}.${side.size}`, await medianMs(runs, works[sides.indexOf(side)][key])));
     }
   }
 }
@@ -205,16 +207,19 @@ export async function measureLargeDatabase(
     const [{ n }] = await large.db.query('SELECT count(*)::int AS n FROM actions');
     recordValue(figures, 'large.actions', n);
 
-    const [smallApi, largeApi] = await Promise.all([
-      startService(small, 'api', 'api-large-small', 'bench-large'), startService(large, 'api', 'api-large-large', 'bench-large'),
-    ]);
+    const smallApi = await startService(small, 'api', 'api-large-small', 'bench-large');
     try {
-      await measureInTurn([
-        { size: 'small', ctx: small, apiUrl: smallApi.url, m: smallMeasured },
-        { size: 'large', ctx: large, apiUrl: largeApi.url, m: largeMeasured },
-      ], temporal, figures);
+      const largeApi = await startService(large, 'api', 'api-large-large', 'bench-large');
+      try {
+        await measureInTurn([
+          { size: 'small', ctx: small, apiUrl: smallApi.url, m: smallMeasured },
+          { size: 'large', ctx: large, apiUrl: largeApi.url, m: largeMeasured },
+        ], temporal, figures);
+      } finally {
+        await largeApi.stop();
+      }
     } finally {
-      await Promise.all([smallApi.stop(), largeApi.stop()]);
+      await smallApi.stop();
     }
   } finally {
     await connection.close();

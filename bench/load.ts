@@ -53,34 +53,49 @@ export async function httpLoad(options: {
  * An open loop: request i is sent at t0 + i / rate, whatever the service's speed (a slow answer never holds the next
  * request back, as it does in a closed loop or in autocannon's per-connection allowance), on as many keep-alive
  * connections as that needs; each is timed from the moment it was due, and every request is awaited after the
- * window, so a late answer counts with its whole lateness. `perSecond` is the 2xx answers over the window.
+ * window, so a late answer counts with its whole lateness. `perSecond` counts the 2xx answers that arrived within the
+ * window; `sendLagMs` is the most a request left after it was due (the harness's own delay, part of every latency).
  */
 export async function openLoop(options: {
   url: string; ratePerSecond: number; durationSec: number; method?: string; headers?: Record<string, string>; body?: string;
   /** A fresh `Idempotency-Key` on every request. */
   idempotencyKeys?: boolean;
-}): Promise<LoadResult & { sent: number }> {
+}): Promise<LoadResult & { sent: number; sendLagMs: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const total = Math.round(options.ratePerSecond * options.durationSec);
   const latencies: number[] = [];
+  let withinWindow = 0;
   let failed = 0;
   let firstError: string | undefined;
+  let sendLagMs = 0;
+  const start = performance.now();
+  const windowEnd = start + options.durationSec * 1000;
   const send = (due: number) => new Promise<void>((resolve) => {
+    let settled = false; // a socket error after the headers reaches both the request and the response: count it once
+    const settle = (ok: boolean, why?: string) => {
+      if (settled) return;
+      settled = true;
+      if (ok) {
+        const now = performance.now();
+        latencies.push(now - due);
+        if (now <= windowEnd) withinWindow++;
+      } else {
+        failed++;
+        firstError ??= why;
+      }
+      resolve();
+    };
     const headers: Record<string, string> = { ...options.headers, ...(options.idempotencyKeys ? { 'Idempotency-Key': randomUUID() } : {}) };
     if (options.body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(options.body));
-    const fail = (why: string) => { failed++; firstError ??= why; resolve(); };
+    sendLagMs = Math.max(sendLagMs, performance.now() - due);
     const req = http.request(options.url, { method: options.method ?? 'GET', headers, agent, timeout: 30_000 }, (res) => {
       res.resume();
-      res.on('end', () => {
-        if (res.statusCode! >= 200 && res.statusCode! < 300) latencies.push(performance.now() - due);
-        else fail(`HTTP ${res.statusCode}`);
-        resolve();
-      }).on('error', (err) => fail(String(err)));
+      res.on('end', () => settle(res.statusCode! >= 200 && res.statusCode! < 300, `HTTP ${res.statusCode}`))
+        .on('error', (err) => settle(false, String(err)));
     });
-    req.on('timeout', () => req.destroy(new Error('no answer within 30 s'))).on('error', (err) => fail(String(err)));
+    req.on('timeout', () => req.destroy(new Error('no answer within 30 s'))).on('error', (err) => settle(false, String(err)));
     req.end(options.body);
   });
-  const start = performance.now();
   const interval = 1000 / options.ratePerSecond;
   const inFlight: Promise<void>[] = [];
   try {
@@ -94,9 +109,9 @@ export async function openLoop(options: {
     agent.destroy();
   }
   return {
-    perSecond: latencies.length / options.durationSec, p50: percentile(latencies, 50), p99: percentile(latencies, 99),
-    max: latencies.length ? Math.max(...latencies) : NaN, ok: latencies.length, failed, sent: total,
-    ...(firstError ? { note: `${failed} of ${total} failed, the first with: ${firstError}` } : {}),
+    perSecond: withinWindow / options.durationSec, p50: percentile(latencies, 50), p99: percentile(latencies, 99),
+    max: latencies.length ? Math.max(...latencies) : NaN, ok: latencies.length, failed, sent: total, sendLagMs,
+    note: `${total} sent, ${failed} failed${firstError ? ` (the first: ${firstError})` : ''}, sent at most ${sendLagMs.toFixed(1)} ms late`,
   };
 }
 

@@ -260,7 +260,7 @@ export function judge(r: BackendReport): Target[] {
   const offered = r.pacedOffered ?? null;
   targets.push({
     figure: all.label, target: '>= 0.5 of bare starts at saturation; no request over 1 s in an open loop at 0.5 of bare starts',
-    pass: all.ratio === null || !paced.max ? null : all.ratio >= 0.5 && paced.failed === 0 && paced.max.max <= 1000,
+    pass: all.ratio === null || (!paced.max && paced.failed === 0) ? null : all.ratio >= 0.5 && paced.failed === 0 && !!paced.max && paced.max.max <= 1000,
     observed: `ratio ${f2(all.ratio)} at saturation (slowest there ${f2(all.max?.max)} ms); at ${f2(offered)}/s offered, ${paced.failed} failed, slowest request ${f2(paced.max?.max)} ms`,
   });
   ratioAtLeast('svc.post_all_real', 0.4);

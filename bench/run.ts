@@ -180,12 +180,17 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
         await phase(`dev: the figures again on ${settings.largeActions} actions`, notes, async () => {
           const [smallUrl, largeUrl] = [databaseUrl(BENCH_SMALL_DB), databaseUrl(BENCH_LARGE_DB)];
           await Promise.all([resetDatabase(smallUrl), resetDatabase(largeUrl)]);
-          const [smallDb, largeDb] = await Promise.all([smallUrl, largeUrl].map((url) => openDatabase(url, { migrate: false, poolSize: 4 })));
+          const smallDb = await openDatabase(smallUrl, { migrate: false, poolSize: 4 });
           try {
-            await measureLargeDatabase({ ...ctx, db: smallDb, databaseUrl: smallUrl }, { ...ctx, db: largeDb, databaseUrl: largeUrl },
-              figures, settings.largeActions, settings.largeAccounts);
+            const largeDb = await openDatabase(largeUrl, { migrate: false, poolSize: 4 });
+            try {
+              await measureLargeDatabase({ ...ctx, db: smallDb, databaseUrl: smallUrl }, { ...ctx, db: largeDb, databaseUrl: largeUrl },
+                figures, settings.largeActions, settings.largeAccounts);
+            } finally {
+              await largeDb.destroy();
+            }
           } finally {
-            await Promise.all([smallDb.destroy(), largeDb.destroy()]);
+            await smallDb.destroy();
           }
         });
       }

@@ -25,6 +25,8 @@ describe('benchmark targets (bench/report.ts judge)', () => {
     assert.equal(allModeTarget({ 'svc.post_all': load(60, 1900), 'svc.post_all_paced': load(50, 1001) }).pass, false);
     assert.equal(allModeTarget({ 'svc.post_all': load(60, 1900), 'svc.post_all_paced': { ...load(49.9, 700), failed: 1 } }).pass, false, 'one request failed');
     assert.equal(allModeTarget({ 'svc.post_all': load(45, 900), 'svc.post_all_paced': load(50, 700) }).pass, false, 'under 0.5 of bare starts');
+    const noneAnswered = { values: [0], p50: [NaN], p99: [NaN], max: [NaN], failed: 500 };
+    assert.equal(allModeTarget({ 'svc.post_all': load(60, 900), 'svc.post_all_paced': noneAnswered }).pass, false, 'every request failed');
   });
 
   it('says "not measured" without an open-loop run', () => {
