@@ -43,7 +43,6 @@ describe('benchmark harness (smoke)', function () {
         env: serviceEnv(dataDir),
       };
       await measureAccept(ctx, 'api', figures);
-      await measureAccept(ctx, 'all', figures);
       await measureAcceptItems(ctx, figures, 1, 20);
       await measureIdleStreams(ctx, figures);
 
@@ -52,11 +51,6 @@ describe('benchmark harness (smoke)', function () {
       for (const key of ['floor.const', 'floor.select', 'floor.starts', 'floor.accept', 'floor.e2e', 'floor.batch', 'svc.post_api']) {
         assert.ok(byKey(key).service && byKey(key).service!.median > 0, `${key} measured`);
       }
-      // npm start's accepts: saturated, then an open loop at half the bare starts, every request of it answered.
-      assert.ok(byKey('svc.post_all').service!.median > 0);
-      const paced = byKey('svc.post_all_paced');
-      assert.equal(report.pacedOffered, Math.ceil(byKey('floor.starts').service!.median / 2));
-      assert.ok(paced.service!.median > 0 && paced.failed === 0 && paced.max!.max > 0, JSON.stringify(paced));
       const accepted = byKey('svc.post_api');
       assert.equal(accepted.floorKey, 'floor.accept', 'an accept is judged against the accept floor');
       assert.ok(accepted.ratio! > 0);
