@@ -11,7 +11,6 @@ import { closedLoop, httpLoad, inBatches, warmUp } from './load';
 import { measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { startBenchChild } from './processes';
-import { sleep } from './stats';
 import type { BenchSettings } from './settings';
 
 export interface FloorContext {
@@ -53,8 +52,11 @@ export async function measureHttpFloors(ctx: FloorContext, figures: Figures, opt
   }
 }
 
-/** Workflow starts with nobody to run them (`floor.starts`), then a default worker's one-activity runs. */
-export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures): Promise<void> {
+/**
+ * Workflow starts with nobody to run them (`floor.starts`); then, with `oneActivity` (the default; the main service
+ * phase measures them in turn with its own figures instead), a default worker's one-activity runs.
+ */
+export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures, options: { oneActivity: boolean } = { oneActivity: true }): Promise<void> {
   const connection = await Connection.connect({ address: ctx.temporalAddress });
   try {
     const client = new Client({ connection, namespace: 'default' });
@@ -72,36 +74,73 @@ export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures)
       recordLoad(figures, 'floor.starts', result);
       recordCpu(figures, 'floor.starts', cpu, result.ok);
     }
-
-    const taskQueue = `bench-floor-${runId}`;
-    const worker = await startBenchChild('floor-worker.js', [ctx.temporalAddress, taskQueue], path.join(ctx.logDir, 'floor-worker.log'));
-    try {
-      const run = (id: string, n: number) => client.workflow.execute('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-e2e-${runId}-${id}`, args: [n] });
-      await run('warm', 0);
-      // One alone, end to end: median of several, one after the other.
-      for (let i = 0; i < ctx.settings.singleRuns; i++) {
-        const t = performance.now();
-        await run(`alone-${i}`, i);
-        recordValue(figures, 'floor.e2e', performance.now() - t);
-        await sleep(20);
-      }
-      // A batch through the one worker: started 50 at a time, timed until the last result.
-      // The floor worker counts as the service process of its CPU row, the starting client as the harness.
-      const workerSubjects = { ...subjects, servicePids: [worker.pid] };
-      for (let r = 0; r < repeats; r++) {
-        const t = performance.now();
-        const { cpu } = await measureCpu(workerSubjects, async () => {
-          const handles = await inBatches(ctx.settings.floorBatch, connections, (i) =>
-            client.workflow.start('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-batch-${runId}-${r}-${i}`, args: [i] }));
-          await Promise.all(handles.map((h) => h.result()));
-        });
-        recordValue(figures, 'floor.batch', ctx.settings.floorBatch / ((performance.now() - t) / 1000));
-        recordCpu(figures, 'floor.batch', cpu, ctx.settings.floorBatch);
-      }
-    } finally {
-      await worker.stop();
-    }
   } finally {
     await connection.close();
   }
+  if (!options.oneActivity) return;
+  const floor = await startOneActivityFloor(ctx);
+  try {
+    await floor.warmUp();
+    for (let i = 0; i < ctx.settings.singleRuns; i++) await floor.alone(figures);
+    for (let r = 0; r < ctx.settings.repeats; r++) await floor.batch(figures);
+  } finally {
+    await floor.stop();
+  }
+}
+
+/**
+ * The one-activity floor: a default worker in a process of its own on a queue of its own, kept running so that its
+ * runs can be taken in turn with the service's (bench/service.ts). `alone` records one workflow end to end
+ * (`floor.e2e`), `batch` a batch started 50 at a time and timed until the last result (`floor.batch`, with its CPU:
+ * the floor worker counts as the service process of its row, the starting client as the harness).
+ */
+export interface OneActivityFloor {
+  warmUp(): Promise<void>;
+  alone(figures: Figures): Promise<void>;
+  batch(figures: Figures): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startOneActivityFloor(ctx: Pick<FloorContext, 'settings' | 'databaseUrl' | 'temporalAddress' | 'logDir'>): Promise<OneActivityFloor> {
+  const runId = randomUUID().slice(0, 8);
+  const taskQueue = `bench-floor-${runId}`;
+  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  let worker: Awaited<ReturnType<typeof startBenchChild>>;
+  try {
+    worker = await startBenchChild('floor-worker.js', [ctx.temporalAddress, taskQueue], path.join(ctx.logDir, `floor-worker-${runId}.log`));
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
+  const client = new Client({ connection, namespace: 'default' });
+  const run = (id: string, n: number) => client.workflow.execute('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-e2e-${runId}-${id}`, args: [n] });
+  const subjects = { servicePids: [worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+  const { floorBatch, connections } = ctx.settings;
+  let runs = 0;
+  return {
+    warmUp: async () => { await run('warm', 0); },
+    async alone(figures) {
+      const t = performance.now();
+      await run(`alone-${runs}`, runs++);
+      recordValue(figures, 'floor.e2e', performance.now() - t);
+    },
+    async batch(figures) {
+      const r = runs++;
+      const t = performance.now();
+      const { cpu } = await measureCpu(subjects, async () => {
+        const handles = await inBatches(floorBatch, connections, (i) =>
+          client.workflow.start('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-batch-${runId}-${r}-${i}`, args: [i] }));
+        await Promise.all(handles.map((h) => h.result()));
+      });
+      recordValue(figures, 'floor.batch', floorBatch / ((performance.now() - t) / 1000));
+      recordCpu(figures, 'floor.batch', cpu, floorBatch);
+    },
+    async stop() {
+      try {
+        await worker.stop();
+      } finally {
+        await connection.close();
+      }
+    },
+  };
 }

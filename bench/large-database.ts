@@ -14,7 +14,7 @@ import http from 'node:http';
 import type { DataSource } from 'typeorm';
 import { reconcile } from '../src/actions/reconcile';
 import { apiClient, newAccount, V1 } from '../test/support/fixtures';
-import { httpLoad } from './load';
+import { httpLoad, inTurn } from './load';
 import { Figures, recordLoad, recordValue } from './measured';
 import { startService, type ServiceContext } from './service';
 import { stat } from './stats';
@@ -137,8 +137,8 @@ async function measureInTurn(sides: Side[], temporal: TemporalClient, figures: F
   const s = sides[0].ctx.settings;
   // Which goes first alternates with each repetition and with each figure, so that neither database is first more often.
   let turn = 0;
-  const inTurn = async (each: (side: Side) => Promise<void>) => {
-    for (const side of turn++ % 2 === 0 ? sides : [...sides].reverse()) await each(side);
+  const bothInTurn = async (each: (side: Side) => Promise<void>) => {
+    for (const side of inTurn(sides, turn++)) await each(side);
   };
   const polls: [string, (m: Measured) => string][] = [
     ['status', (m) => `${V1}/status/${m.actionId}`], ['job', (m) => `/api/v2/jobs/${m.jobId}`], ['balance', () => `${V1}/balance`],
@@ -148,7 +148,7 @@ async function measureInTurn(sides: Side[], temporal: TemporalClient, figures: F
       url: `${side.apiUrl}${route(side.m)}`, connections: s.connections, durationSec, headers: { Authorization: `Bearer ${side.m.accountKey}` },
     });
     for (const side of sides) await load(side, 1); // warm
-    for (let r = 0; r < s.repeats; r++) await inTurn(async (side) => recordLoad(figures, `large.${key}.${side.size}`, await load(side, s.durationSec)));
+    for (let r = 0; r < s.repeats; r++) await bothInTurn(async (side) => recordLoad(figures, `large.${key}.${side.size}`, await load(side, s.durationSec)));
   }
   const works = await Promise.all(sides.map(async (side) => {
     const call = apiClient(side.apiUrl, side.m.accountKey);
@@ -174,7 +174,7 @@ async function measureInTurn(sides: Side[], temporal: TemporalClient, figures: F
     for (const work of works) await medianMs(5, work[key]); // warm
     const runs = key === 'reconciler_pass' ? 5 : 50;
     for (let r = 0; r < s.repeats; r++) {
-      await inTurn(async (side) => recordValue(figures, `large.${key}.${side.size}`, await medianMs(runs, works[sides.indexOf(side)][key])));
+      await bothInTurn(async (side) => recordValue(figures, `large.${key}.${side.size}`, await medianMs(runs, works[sides.indexOf(side)][key])));
     }
   }
 }

@@ -151,6 +151,15 @@ export async function warmUp(options: Parameters<typeof httpLoad>[0]): Promise<v
   await httpLoad(options).catch(() => undefined);
 }
 
+/**
+ * What repetition (or run) `r` measures, in turn: each starts with the next of `items`, so that none always follows
+ * the same one (what one leaves behind, a backlog or a warm cache, weighs on each alike).
+ */
+export function inTurn<T>(items: readonly T[], r: number): T[] {
+  const k = r % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
 /** Runs `calls` with at most `concurrency` at once; resolves with their results in order. */
 export async function inBatches<T>(count: number, concurrency: number, call: (i: number) => Promise<T>): Promise<T[]> {
   const results: T[] = new Array(count);

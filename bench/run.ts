@@ -44,7 +44,7 @@ export const HOW_TO_RUN = [
   '`TOOLS_DIR` by `npm run setup -- --cluster`). Then:',
   '',
   '```sh',
-  'npm run bench                     # full: 3 repetitions of 10 s, 1,000 workflows in flight, both backends (about 15-20 min on 2 cores)',
+  'npm run bench                     # full: 5 repetitions of 10 s, 1,000 workflows in flight, both backends (about 35 min on 2 cores)',
   'npm run bench -- --quick          # 1 repetition of 2 s, up to 100 in flight, the dev server only; writes .data/bench/quick/, never this file',
   'npm run bench -- --backend dev    # or server, or both (the default of a full run)',
   'npm run bench -- --quick --only floors,POST   # only the phases whose names hold one of the words (while working on a figure)',
@@ -154,7 +154,8 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
       const floorCtx = {
         settings, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, logDir: path.join(backendDir, 'logs'), apiKey: '', actionId: 0,
       };
-      await phase(`${backend}: workflow floors`, notes, () => measureWorkflowFloors(floorCtx, figures));
+      // The one-activity floor is measured in turn with the service's jobs, webhooks and one job alone (its phase below).
+      await phase(`${backend}: bare workflow starts`, notes, () => measureWorkflowFloors(floorCtx, figures, { oneActivity: false }));
       // The poll floor is measured in turn with the polls by the service phase; the HTTP floors phase measures it
       // only when that did not happen (an --only run, or a service phase that failed before its polls were done).
       let pollsMeasured = false;
@@ -295,8 +296,8 @@ async function main(): Promise<void> {
     notes: [
       'Load comes from the harness process over loopback (autocannon, keep-alive connections; the Temporal client for workflow starts), on the same 2 cores as the service: every figure includes the load generator\'s share of the CPU, and so does its floor.',
       'Jobs are v1 photo actions (`POST /generate/photo`, 1K, product name and category sent, so no analysis); "finished" means the action is terminal in Postgres. The zero-cost render mode (`LOCAL_RENDERER_COST=zero`) returns a precomputed 64x64 JPEG, so the orchestration is measured without the provider.',
-      'Jobs per second and the one-activity floor are timed from the first enqueue to the last completion with the worker already running (N enqueued 10 at a time for the service, 50 at a time for the floor).',
-      'Webhook deliveries per second: all deliveries of N completed jobs redelivered at once (POST .../redeliver, 10 at a time), timed until the receiver has them all; each is one delivery workflow.',
+      'Jobs per second and the one-activity floor are timed from the first enqueue to the last completion with the worker already running (N enqueued with 50 requests or starts in flight, for the service as for the floor); the floor\'s runs are taken in turn with the service\'s (one alone beside one job alone, a batch beside each repetition of jobs and of webhook deliveries, the order rotating), its worker and the service\'s both running and idle while the other works.',
+      'Webhook deliveries per second: all deliveries of N completed jobs redelivered at once (POST .../redeliver, 50 in flight), timed until the receiver has them all; each is one delivery workflow.',
       'Idle live-progress streams: an API process alone (no worker: every action stays pending, its stream idle after its first event), one stream per action, 100 per API key (the default limit); the actions made through another API process, so that the measured one is fresh, warmed by 20 polls and 20 streams opened and closed; RSS read from /proc once it settled, and again with every stream open.',
       'Memory: a worker serving only the main queue (`WORKER_QUEUES=main`) holds video actions\' workflows at their render step (the provider queue is not served; the local renderer\'s images render in the worker itself); RSS read from /proc, per workflow = (RSS - idle RSS) / workflows.',
       ...notes,

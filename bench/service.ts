@@ -11,8 +11,8 @@ import { ServiceMode, startServiceProcess } from '../ops/cluster/service-process
 import { BENCH_HARNESS_FLAG } from '../src/config';
 import { deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
-import { httpLoad, inBatches, openLoop, warmUp } from './load';
-import { startFloorServer } from './floors';
+import { httpLoad, inBatches, inTurn, openLoop, warmUp } from './load';
+import { startFloorServer, startOneActivityFloor } from './floors';
 import { type CpuSubjects, measureCpu } from './cpu';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
@@ -87,8 +87,8 @@ async function oneJobAlone(base: string, account: Account, photoBody: string): P
 
 /**
  * The main phase, on one API process and one worker process: seeds a completed action and v2 job, then one job
- * alone, jobs per second, webhook deliveries per second, and, with the worker stopped, the three polls in turn with
- * the poll floor.
+ * alone, jobs per second and webhook deliveries per second, each in turn with its one-activity floor, and, with the
+ * worker stopped, the three polls in turn with the poll floor.
  */
 export async function measureService(ctx: ServiceContext, figures: Figures, pollsDone: () => void = () => undefined): Promise<{ apiKey: string; actionId: number }> {
   const queue = 'bench-main';
@@ -114,26 +114,45 @@ async function mainPhase(
   await eventually(() => expectOk(api.url, a.apiKey, 'GET', `${V1}/status/${seeded.action_id}`), (x) => x.status === 'completed', 60_000);
   await eventually(() => expectOk(api.url, a.apiKey, 'GET', `/api/v2/jobs/${job.job_id}`), (x) => x.status === 'succeeded', 60_000);
 
-  // One job alone: POST to `completed` seen in status (polled every 5 ms).
-  await oneJobAlone(api.url, a, ctx.photoBody); // warm-up
-  for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.one_job', await oneJobAlone(api.url, a, ctx.photoBody));
+  // The one-activity floor's runs are taken in turn with the service's, run by run and repetition by repetition,
+  // so that both meet the Temporal backend in the same state: minutes apart, the same floor moved by a factor of up
+  // to 1.9 between runs (a Temporal server's CPU per workflow drifts with what its Postgres holds).
+  const oneActivity = await startOneActivityFloor({ settings: s, databaseUrl: ctx.databaseUrl, temporalAddress: ctx.temporalAddress, logDir: path.join(ctx.dataDir, 'logs') });
+  try {
+    // One job alone: POST to `completed` seen in status (polled every 5 ms), beside one floor workflow alone.
+    await oneActivity.warmUp();
+    await oneJobAlone(api.url, a, ctx.photoBody); // warm-up
+    const alone: (() => Promise<void>)[] = [
+      () => oneActivity.alone(figures),
+      async () => recordValue(figures, 'svc.one_job', await oneJobAlone(api.url, a, ctx.photoBody)),
+    ];
+    for (let i = 0; i < s.singleRuns; i++) for (const run of inTurn(alone, i)) await run();
 
-  // Jobs per second through the one worker process: N enqueued (10 POSTs at a time), timed until all are terminal.
-  // Its CPU: the API and worker processes count as the service's.
-  const subjects = { servicePids: [api.pid, worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
-  for (let r = 0; r < s.repeats; r++) {
-    const t = performance.now();
-    const { result: ids, cpu } = await measureCpu(subjects, async () => {
-      const ids = await inBatches(s.jobBatch, 10, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
-      await eventually(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
-      return ids;
-    });
-    const failed = ids.length - await countActions(ctx.db, ids, ['completed']);
-    recordValue(figures, 'svc.jobs', ids.length / ((performance.now() - t) / 1000), failed);
-    recordCpu(figures, 'svc.jobs', cpu, ids.length);
+    // Jobs per second through the one worker process: N enqueued (50 POSTs in flight, as the floor starts its
+    // workflows), timed until all are terminal.
+    // Its CPU: the API and worker processes count as the service's.
+    const subjects = { servicePids: [api.pid, worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+    const jobs = async () => {
+      const t = performance.now();
+      const { result: ids, cpu } = await measureCpu(subjects, async () => {
+        const ids = await inBatches(s.jobBatch, s.connections, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
+        await eventually(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
+        return ids;
+      });
+      const failed = ids.length - await countActions(ctx.db, ids, ['completed']);
+      recordValue(figures, 'svc.jobs', ids.length / ((performance.now() - t) / 1000), failed);
+      recordCpu(figures, 'svc.jobs', cpu, ids.length);
+    };
+    const webhooks = await prepareWebhooks(ctx, api.url, b, figures, subjects);
+    try {
+      const batches = [() => oneActivity.batch(figures), jobs, webhooks.redeliverAll];
+      for (let r = 0; r < s.repeats; r++) for (const run of inTurn(batches, r)) await run();
+    } finally {
+      await webhooks.close();
+    }
+  } finally {
+    await oneActivity.stop();
   }
-
-  await measureWebhooks(ctx, api.url, b, figures, subjects);
 
   // Polls with the API process alone (the worker stopped), 50 connections, in turn with the poll floor (repetition
   // by repetition), so that both meet the machine and Postgres in the same state.
@@ -148,8 +167,7 @@ async function mainPhase(
     const database = new URL(ctx.databaseUrl).pathname.slice(1);
     for (const [, url] of polls) await warmUp({ url, connections: s.connections, durationSec: 1, headers });
     for (let r = 0; r < s.repeats; r++) {
-      // Each repetition starts with the next of them, so that none always follows the same one.
-      for (const [key, url, pid] of [...polls.slice(r % polls.length), ...polls.slice(0, r % polls.length)]) {
+      for (const [key, url, pid] of inTurn(polls, r)) {
         const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ url, connections: s.connections, durationSec: s.durationSec, headers }));
         recordLoad(figures, key, result);
         recordCpu(figures, key, cpu, result.ok);
@@ -166,10 +184,10 @@ async function mainPhase(
 
 /**
  * Webhook deliveries per second to a fast local HTTPS receiver: N jobs of an account with a registered webhook
- * make N deliveries; then all N are redelivered at once (the delivery workflow alone, 10 requests at a time) and
- * timed until the receiver has them all. Repeated.
+ * make N deliveries; then each `redeliverAll` sends all N again at once (the delivery workflow alone, 50 requests in
+ * flight, as the floor starts its workflows), timed until the receiver has them all.
  */
-async function measureWebhooks(ctx: ServiceContext, base: string, account: Account, figures: Figures, subjects: CpuSubjects): Promise<void> {
+async function prepareWebhooks(ctx: ServiceContext, base: string, account: Account, figures: Figures, subjects: CpuSubjects): Promise<{ redeliverAll(): Promise<void>; close(): Promise<void> }> {
   const s = ctx.settings;
   const receiver = ctx.receiver;
   if (!receiver) throw new Error('no webhook receiver');
@@ -179,24 +197,23 @@ async function measureWebhooks(ctx: ServiceContext, base: string, account: Accou
   await eventually(async () => received(), (n) => n >= s.webhookBatch, 600_000, 50);
   const deliveries = async () => (await expectOk(base, account.apiKey, 'GET', `${V1}/webhooks/${hook.id}/deliveries?limit=100`)).deliveries as { delivery_id: string; status: string }[];
   const connection = await Connection.connect({ address: ctx.temporalAddress });
-  try {
-    const temporal = new Client({ connection, namespace: 'default' });
-    for (let r = 0; r < s.repeats; r++) {
+  const temporal = new Client({ connection, namespace: 'default' });
+  return {
+    async redeliverAll() {
       const list = await eventually(deliveries, (d) => d.length >= s.webhookBatch && d.every((x) => x.status !== 'pending'), 60_000);
       // A delivery's row is final a moment before its workflow closes; a redelivery needs it closed.
       await Promise.all(list.map((d) => temporal.workflow.getHandle(deliveryWorkflowId(d.delivery_id)).result()));
       const before = received();
       const t = performance.now();
       const { cpu } = await measureCpu(subjects, async () => { // the receiver is in the harness's process
-        await inBatches(list.length, 10, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${list[i].delivery_id}/redeliver`));
+        await inBatches(list.length, s.connections, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${list[i].delivery_id}/redeliver`));
         await eventually(async () => received(), (n) => n >= before + list.length, 600_000, 20);
       });
       recordValue(figures, 'svc.webhooks', list.length / ((performance.now() - t) / 1000));
       recordCpu(figures, 'svc.webhooks', cpu, list.length);
-    }
-  } finally {
-    await connection.close();
-  }
+    },
+    close: () => connection.close(),
+  };
 }
 
 /**

@@ -36,7 +36,7 @@ export interface BenchSettings {
 
 export function settingsFor(mode: BenchMode): BenchSettings {
   if (mode === 'full') {
-    return { mode, repeats: 3, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000, acceptItemRuns: 300 };
+    return { mode, repeats: 5, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000, acceptItemRuns: 300 };
   }
   if (mode === 'quick') {
     return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, floorBatch: 60, jobBatch: 20, webhookBatch: 10, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000, restartRuns: 2, burstJobs: 100, largeActions: 100_000, largeAccounts: 1_000, acceptItemRuns: 100 };

@@ -1,6 +1,7 @@
 /** The targets of issue 24 as the report judges them, on figures made up for the purpose. */
 import assert from 'node:assert/strict';
 import type { Figures } from '../../bench/measured';
+import { inTurn } from '../../bench/load';
 import { backendReport } from '../../bench/report';
 import { settingsFor } from '../../bench/settings';
 
@@ -31,5 +32,16 @@ describe('benchmark targets (bench/report.ts judge)', () => {
 
   it('says "not measured" without an open-loop run', () => {
     assert.equal(allModeTarget({ 'svc.post_all': load(60, 900) }).pass, null);
+  });
+});
+
+describe('measurements in turn (bench/load.ts inTurn)', () => {
+  it('takes every measurement once a repetition, each first in turn', () => {
+    const items = ['floor', 'jobs', 'webhooks'];
+    const orders = [0, 1, 2, 3].map((r) => inTurn(items, r));
+    assert.deepEqual(orders, [
+      ['floor', 'jobs', 'webhooks'], ['jobs', 'webhooks', 'floor'], ['webhooks', 'floor', 'jobs'], ['floor', 'jobs', 'webhooks'],
+    ]);
+    assert.deepEqual(items, ['floor', 'jobs', 'webhooks'], 'the list itself is left as it was');
   });
 });
