@@ -29,6 +29,11 @@ export interface CpuSubjects {
   servicePids: number[];
   /** The service's database: Postgres backends on it count as `postgres`. */
   serviceDatabase: string;
+  /**
+   * The measured load is a floor that uses no database, taken while the service waits idle beside it (in turn with
+   * it): the service database's backends then count as `other`, out of the total, as the idle service processes do.
+   */
+  serviceDatabaseIdle?: boolean;
 }
 
 
@@ -57,7 +62,7 @@ function classify(pid: number, subjects: CpuSubjects): CpuGroup {
   if (comm === 'postgres' || cmdline.startsWith('postgres')) {
     // A backend's title names its database: "postgres: 15/main: user database host(port) state".
     if (/ temporal\w* /.test(cmdline)) return 'temporal';
-    if (cmdline.includes(` ${subjects.serviceDatabase} `)) return 'postgres';
+    if (cmdline.includes(` ${subjects.serviceDatabase} `)) return subjects.serviceDatabaseIdle ? 'other' : 'postgres';
     return 'postgresShared';
   }
   return 'other';

@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../ops/dev-server';
 import { closedLoop, httpLoad, inBatches, warmUp } from './load';
 import { measureCpu } from './cpu';
-import { Figures, recordCpu, recordLoad, recordValue } from './measured';
+import { dropFigures, Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { startBenchChild } from './processes';
 import type { BenchSettings } from './settings';
 
@@ -41,7 +41,7 @@ export async function measureHttpFloors(ctx: FloorContext, figures: Figures, opt
     const { connections, durationSec, repeats } = ctx.settings;
     const headers = { Authorization: `Bearer ${ctx.apiKey}` };
     const { select } = options;
-    if (select) delete figures['floor.select']; // samples of a service phase that failed before its polls were done
+    if (select) dropFigures(figures, ['floor.select']); // samples of a service phase that failed before its polls were done
     await warmUp(select ? { url: `${server.url}/select/${ctx.actionId}`, connections, durationSec: 1, headers } : { url: `${server.url}/const`, connections, durationSec: 1 });
     for (let r = 0; r < repeats; r++) {
       recordLoad(figures, 'floor.const', await httpLoad({ url: `${server.url}/const`, connections, durationSec }));
@@ -53,17 +53,31 @@ export async function measureHttpFloors(ctx: FloorContext, figures: Figures, opt
 }
 
 /**
- * Workflow starts with nobody to run them (`floor.starts`); then, with `oneActivity` (the default; the main service
- * phase measures them in turn with its own figures instead), a default worker's one-activity runs.
+ * Workflow starts with nobody to run them (`floor.starts`) and a default worker's one-activity runs, alone
+ * (`floor.e2e`) and in batches (`floor.batch`); a run with the service measures the latter in turn with its own
+ * figures instead (bench/service.ts), and this only when that did not happen.
  */
-export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures, options: { oneActivity: boolean } = { oneActivity: true }): Promise<void> {
+export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures, parts: { starts: boolean; oneActivity: boolean } = { starts: true, oneActivity: true }): Promise<void> {
+  if (parts.starts) await measureBareStarts(ctx, figures);
+  if (!parts.oneActivity) return;
+  dropFigures(figures, ['floor.e2e', 'floor.batch']);
+  const floor = await startOneActivityFloor(ctx);
+  try {
+    await floor.warmUp();
+    for (let i = 0; i < ctx.settings.singleRuns; i++) await floor.alone(figures);
+    for (let r = 0; r < ctx.settings.repeats; r++) await floor.batch(figures);
+  } finally {
+    await floor.stop();
+  }
+}
+
+/** Bare starts, 50 in flight: the workflows pile up on a queue no worker serves. */
+async function measureBareStarts(ctx: FloorContext, figures: Figures): Promise<void> {
   const connection = await Connection.connect({ address: ctx.temporalAddress });
   try {
     const client = new Client({ connection, namespace: 'default' });
     const { connections, durationSec, repeats } = ctx.settings;
     const runId = randomUUID().slice(0, 8);
-
-    // Bare starts, 50 in flight: the workflows pile up on a queue no worker serves.
     const start = (i: number) => client.workflow.start('benchNoopWorkflow', { taskQueue: 'bench-floor-unserved', workflowId: `floor-start-${runId}-${i}` });
     await closedLoop(connections, 1000, (i) => start(-1 - i)); // warm-up (negative ids never collide with the measured ones)
     let offset = 0;
@@ -76,15 +90,6 @@ export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures,
     }
   } finally {
     await connection.close();
-  }
-  if (!options.oneActivity) return;
-  const floor = await startOneActivityFloor(ctx);
-  try {
-    await floor.warmUp();
-    for (let i = 0; i < ctx.settings.singleRuns; i++) await floor.alone(figures);
-    for (let r = 0; r < ctx.settings.repeats; r++) await floor.batch(figures);
-  } finally {
-    await floor.stop();
   }
 }
 
@@ -114,8 +119,9 @@ export async function startOneActivityFloor(ctx: Pick<FloorContext, 'settings' |
   }
   const client = new Client({ connection, namespace: 'default' });
   const run = (id: string, n: number) => client.workflow.execute('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-e2e-${runId}-${id}`, args: [n] });
-  const subjects = { servicePids: [worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
-  const { floorBatch, connections } = ctx.settings;
+  // The floor worker uses no database: the service's, idle beside it when taken in turn, is not the floor's work.
+  const subjects = { servicePids: [worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1), serviceDatabaseIdle: true };
+  const { batch: size, connections } = ctx.settings;
   let runs = 0;
   return {
     warmUp: async () => { await run('warm', 0); },
@@ -128,12 +134,12 @@ export async function startOneActivityFloor(ctx: Pick<FloorContext, 'settings' |
       const r = runs++;
       const t = performance.now();
       const { cpu } = await measureCpu(subjects, async () => {
-        const handles = await inBatches(floorBatch, connections, (i) =>
+        const handles = await inBatches(size, connections, (i) =>
           client.workflow.start('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-batch-${runId}-${r}-${i}`, args: [i] }));
         await Promise.all(handles.map((h) => h.result()));
       });
-      recordValue(figures, 'floor.batch', floorBatch / ((performance.now() - t) / 1000));
-      recordCpu(figures, 'floor.batch', cpu, floorBatch);
+      recordValue(figures, 'floor.batch', size / ((performance.now() - t) / 1000));
+      recordCpu(figures, 'floor.batch', cpu, size);
     },
     async stop() {
       try {

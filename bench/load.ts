@@ -152,12 +152,15 @@ export async function warmUp(options: Parameters<typeof httpLoad>[0]): Promise<v
 }
 
 /**
- * What repetition (or run) `r` measures, in turn: each starts with the next of `items`, so that none always follows
- * the same one (what one leaves behind, a backlog or a warm cache, weighs on each alike).
+ * What repetition (or run) `r` measures, in turn: each starts with the next of `items`, and every other cycle through
+ * them goes backwards, so that none is always first and none always follows the same one (what one leaves behind, a
+ * backlog or a warm cache, weighs on each alike): over 2n repetitions each item is first twice and follows each other
+ * item equally often.
  */
 export function inTurn<T>(items: readonly T[], r: number): T[] {
   const k = r % items.length;
-  return [...items.slice(k), ...items.slice(0, k)];
+  const rotated = [...items.slice(k), ...items.slice(0, k)];
+  return Math.floor(r / items.length) % 2 === 0 ? rotated : rotated.reverse();
 }
 
 /** Runs `calls` with at most `concurrency` at once; resolves with their results in order. */

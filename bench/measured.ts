@@ -41,3 +41,10 @@ export function recordCpu(figures: Figures, key: string, cpu: CpuUse, operations
   for (const group of CPU_GROUPS) recordValue(figures, `cpu.${key}.${group}`, (cpu.seconds[group] * 1000) / operations);
   recordValue(figures, `cpu.${key}.busy`, cpu.busyCores);
 }
+
+/** Drops what a phase that failed half way recorded of these figures (and their CPU), before they are measured again. */
+export function dropFigures(figures: Figures, keys: string[]): void {
+  for (const name of Object.keys(figures)) {
+    if (keys.some((key) => name === key || name.startsWith(`cpu.${key}.`))) delete figures[name];
+  }
+}

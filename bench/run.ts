@@ -154,22 +154,25 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
       const floorCtx = {
         settings, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, logDir: path.join(backendDir, 'logs'), apiKey: '', actionId: 0,
       };
-      // The one-activity floor is measured in turn with the service's jobs, webhooks and one job alone (its phase below).
-      await phase(`${backend}: bare workflow starts`, notes, () => measureWorkflowFloors(floorCtx, figures, { oneActivity: false }));
-      // The poll floor is measured in turn with the polls by the service phase; the HTTP floors phase measures it
-      // only when that did not happen (an --only run, or a service phase that failed before its polls were done).
-      let pollsMeasured = false;
+      // The one-activity floor and the poll floor are measured in turn with the service's figures by its phase; the
+      // floor phases measure them alone only when that did not happen (an --only run, or a service phase that failed
+      // before they were done).
+      await phase(`${backend}: workflow floors (bare starts)`, notes, () => measureWorkflowFloors(floorCtx, figures, { starts: true, oneActivity: false }));
+      const inTurn = { polls: false, oneActivity: false };
       await phase(`${backend}: service (one job, jobs/s, webhooks, polls, memory)`, notes, async () => {
-        const seeded = await measureService(ctx, figures, () => { pollsMeasured = true; });
+        const seeded = await measureService(ctx, figures, inTurn);
         floorCtx.apiKey = seeded.apiKey;
         floorCtx.actionId = seeded.actionId;
       });
+      if (!inTurn.oneActivity) {
+        await phase(`${backend}: workflow floors (one activity, alone)`, notes, () => measureWorkflowFloors(floorCtx, figures, { starts: false, oneActivity: true }));
+      }
       await phase(`${backend}: HTTP floors`, notes, async () => {
         if (!floorCtx.apiKey) { // the service phase did not run (--only): a key and an action of its own
           const account = await newAccount(db, 100_000_000, 'bench floors');
           Object.assign(floorCtx, { apiKey: account.apiKey, actionId: await placeAction(db, account.accountId) });
         }
-        await measureHttpFloors(floorCtx, figures, { select: !pollsMeasured });
+        await measureHttpFloors(floorCtx, figures, { select: !inTurn.polls });
       });
       await phase(`${backend}: POST /generate/photo, API process alone, in turn with the accept floor`, notes, () => measureAccept(ctx, 'api', figures));
       await phase(`${backend}: POST /generate/photo, all mode`, notes, () => measureAccept(ctx, 'all', figures));
@@ -296,8 +299,8 @@ async function main(): Promise<void> {
     notes: [
       'Load comes from the harness process over loopback (autocannon, keep-alive connections; the Temporal client for workflow starts), on the same 2 cores as the service: every figure includes the load generator\'s share of the CPU, and so does its floor.',
       'Jobs are v1 photo actions (`POST /generate/photo`, 1K, product name and category sent, so no analysis); "finished" means the action is terminal in Postgres. The zero-cost render mode (`LOCAL_RENDERER_COST=zero`) returns a precomputed 64x64 JPEG, so the orchestration is measured without the provider.',
-      'Jobs per second and the one-activity floor are timed from the first enqueue to the last completion with the worker already running (N enqueued with 50 requests or starts in flight, for the service as for the floor); the floor\'s runs are taken in turn with the service\'s (one alone beside one job alone, a batch beside each repetition of jobs and of webhook deliveries, the order rotating), its worker and the service\'s both running and idle while the other works.',
-      'Webhook deliveries per second: all deliveries of N completed jobs redelivered at once (POST .../redeliver, 50 in flight), timed until the receiver has them all; each is one delivery workflow.',
+      'Jobs per second and the one-activity floor are timed from the first enqueue until the last workflow closed (and, for jobs, every action terminal in Postgres), batches of the same size, 50 requests or starts in flight on both sides, the worker already running; the floor\'s runs are taken in turn with the service\'s (one alone beside one job alone, a batch beside each batch of jobs and of webhook deliveries, the order rotating and every other cycle reversed), its worker and the service\'s both running and idle while the other works.',
+      'Webhook deliveries per second: all deliveries of N completed jobs redelivered at once (POST .../redeliver, 50 in flight), timed until the receiver has them all and their workflows are closed; each is one delivery workflow.',
       'Idle live-progress streams: an API process alone (no worker: every action stays pending, its stream idle after its first event), one stream per action, 100 per API key (the default limit); the actions made through another API process, so that the measured one is fresh, warmed by 20 polls and 20 streams opened and closed; RSS read from /proc once it settled, and again with every stream open.',
       'Memory: a worker serving only the main queue (`WORKER_QUEUES=main`) holds video actions\' workflows at their render step (the provider queue is not served; the local renderer\'s images render in the worker itself); RSS read from /proc, per workflow = (RSS - idle RSS) / workflows.',
       ...notes,

@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { ServiceMode, startServiceProcess } from '../ops/cluster/service-process';
 import { BENCH_HARNESS_FLAG } from '../src/config';
-import { deliveryWorkflowId } from '../src/temporal/contract';
+import { actionWorkflowId, deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, inTurn, openLoop, warmUp } from './load';
 import { startFloorServer, startOneActivityFloor } from './floors';
@@ -90,11 +90,13 @@ async function oneJobAlone(base: string, account: Account, photoBody: string): P
  * alone, jobs per second and webhook deliveries per second, each in turn with its one-activity floor, and, with the
  * worker stopped, the three polls in turn with the poll floor.
  */
-export async function measureService(ctx: ServiceContext, figures: Figures, pollsDone: () => void = () => undefined): Promise<{ apiKey: string; actionId: number }> {
+export async function measureService(
+  ctx: ServiceContext, figures: Figures, inTurnDone: { polls: boolean; oneActivity: boolean } = { polls: false, oneActivity: false },
+): Promise<{ apiKey: string; actionId: number }> {
   const queue = 'bench-main';
   const [api, worker] = await Promise.all([startService(ctx, 'api', 'api-main', queue), startService(ctx, 'worker', 'worker-main', queue)]);
   try {
-    return await mainPhase(ctx, figures, api, worker, queue, pollsDone);
+    return await mainPhase(ctx, figures, api, worker, queue, inTurnDone);
   } finally {
     await worker.stop();
     await api.stop();
@@ -102,7 +104,7 @@ export async function measureService(ctx: ServiceContext, figures: Figures, poll
 }
 
 async function mainPhase(
-  ctx: ServiceContext, figures: Figures, api: RunningService, worker: RunningService, queue: string, pollsDone: () => void,
+  ctx: ServiceContext, figures: Figures, api: RunningService, worker: RunningService, queue: string, inTurnDone: { polls: boolean; oneActivity: boolean },
 ): Promise<{ apiKey: string; actionId: number }> {
   const s = ctx.settings;
   const a = await benchAccount(ctx.db, 'bench jobs');
@@ -118,7 +120,12 @@ async function mainPhase(
   // so that both meet the Temporal backend in the same state: minutes apart, the same floor moved by a factor of up
   // to 1.9 between runs (a Temporal server's CPU per workflow drifts with what its Postgres holds).
   const oneActivity = await startOneActivityFloor({ settings: s, databaseUrl: ctx.databaseUrl, temporalAddress: ctx.temporalAddress, logDir: path.join(ctx.dataDir, 'logs') });
+  const connection = await Connection.connect({ address: ctx.temporalAddress });
   try {
+    const temporal = new Client({ connection, namespace: 'default' });
+    /** Until every workflow of these ids is closed, whatever its outcome (the floor's batch is timed to its last result too). */
+    const closed = (workflowIds: string[]) => Promise.all(workflowIds.map((id) => temporal.workflow.getHandle(id).result().catch(() => undefined)));
+
     // One job alone: POST to `completed` seen in status (polled every 5 ms), beside one floor workflow alone.
     await oneActivity.warmUp();
     await oneJobAlone(api.url, a, ctx.photoBody); // warm-up
@@ -129,13 +136,14 @@ async function mainPhase(
     for (let i = 0; i < s.singleRuns; i++) for (const run of inTurn(alone, i)) await run();
 
     // Jobs per second through the one worker process: N enqueued (50 POSTs in flight, as the floor starts its
-    // workflows), timed until all are terminal.
+    // workflows), timed until every action is terminal and its workflow closed (as the floor's batch is timed).
     // Its CPU: the API and worker processes count as the service's.
     const subjects = { servicePids: [api.pid, worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
     const jobs = async () => {
       const t = performance.now();
       const { result: ids, cpu } = await measureCpu(subjects, async () => {
-        const ids = await inBatches(s.jobBatch, s.connections, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
+        const ids = await inBatches(s.batch, s.connections, async () => (await expectOk(api.url, a.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody)).action_id as number);
+        await closed(ids.map(actionWorkflowId));
         await eventually(() => countActions(ctx.db, ids, TERMINAL), (n) => n === ids.length, 600_000, 50);
         return ids;
       });
@@ -143,14 +151,12 @@ async function mainPhase(
       recordValue(figures, 'svc.jobs', ids.length / ((performance.now() - t) / 1000), failed);
       recordCpu(figures, 'svc.jobs', cpu, ids.length);
     };
-    const webhooks = await prepareWebhooks(ctx, api.url, b, figures, subjects);
-    try {
-      const batches = [() => oneActivity.batch(figures), jobs, webhooks.redeliverAll];
-      for (let r = 0; r < s.repeats; r++) for (const run of inTurn(batches, r)) await run();
-    } finally {
-      await webhooks.close();
-    }
+    const webhooks = await prepareWebhooks(ctx, api.url, b, figures, subjects, closed);
+    const batches = [() => oneActivity.batch(figures), jobs, webhooks];
+    for (let r = 0; r < s.repeats; r++) for (const run of inTurn(batches, r)) await run();
+    inTurnDone.oneActivity = true;
   } finally {
+    await connection.close();
     await oneActivity.stop();
   }
 
@@ -173,7 +179,7 @@ async function mainPhase(
         recordCpu(figures, key, cpu, result.ok);
       }
     }
-    pollsDone();
+    inTurnDone.polls = true;
   } finally {
     await floor.stop();
   }
@@ -184,35 +190,36 @@ async function mainPhase(
 
 /**
  * Webhook deliveries per second to a fast local HTTPS receiver: N jobs of an account with a registered webhook
- * make N deliveries; then each `redeliverAll` sends all N again at once (the delivery workflow alone, 50 requests in
- * flight, as the floor starts its workflows), timed until the receiver has them all.
+ * make N deliveries; then each run of the function it answers sends all N again at once (the delivery workflow
+ * alone, 50 requests in flight, as the floor starts its workflows), timed until the receiver has them all and their
+ * workflows are closed (as the floor's batch is timed to its last result).
  */
-async function prepareWebhooks(ctx: ServiceContext, base: string, account: Account, figures: Figures, subjects: CpuSubjects): Promise<{ redeliverAll(): Promise<void>; close(): Promise<void> }> {
+async function prepareWebhooks(
+  ctx: ServiceContext, base: string, account: Account, figures: Figures, subjects: CpuSubjects, closed: (workflowIds: string[]) => Promise<unknown>,
+): Promise<() => Promise<void>> {
   const s = ctx.settings;
   const receiver = ctx.receiver;
   if (!receiver) throw new Error('no webhook receiver');
   const hook = await expectOk(base, account.apiKey, 'POST', `${V1}/webhooks`, JSON.stringify({ url: `${receiver.url}/hook`, events: ['generation.completed'] }));
   const received = () => receiver.count('/hook');
-  await inBatches(s.webhookBatch, 10, () => expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody));
-  await eventually(async () => received(), (n) => n >= s.webhookBatch, 600_000, 50);
-  const deliveries = async () => (await expectOk(base, account.apiKey, 'GET', `${V1}/webhooks/${hook.id}/deliveries?limit=100`)).deliveries as { delivery_id: string; status: string }[];
-  const connection = await Connection.connect({ address: ctx.temporalAddress });
-  const temporal = new Client({ connection, namespace: 'default' });
-  return {
-    async redeliverAll() {
-      const list = await eventually(deliveries, (d) => d.length >= s.webhookBatch && d.every((x) => x.status !== 'pending'), 60_000);
-      // A delivery's row is final a moment before its workflow closes; a redelivery needs it closed.
-      await Promise.all(list.map((d) => temporal.workflow.getHandle(deliveryWorkflowId(d.delivery_id)).result()));
-      const before = received();
-      const t = performance.now();
-      const { cpu } = await measureCpu(subjects, async () => { // the receiver is in the harness's process
-        await inBatches(list.length, s.connections, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${list[i].delivery_id}/redeliver`));
-        await eventually(async () => received(), (n) => n >= before + list.length, 600_000, 20);
-      });
-      recordValue(figures, 'svc.webhooks', list.length / ((performance.now() - t) / 1000));
-      recordCpu(figures, 'svc.webhooks', cpu, list.length);
-    },
-    close: () => connection.close(),
+  await inBatches(s.batch, s.connections, () => expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody));
+  await eventually(async () => received(), (n) => n >= s.batch, 600_000, 50);
+  // The deliveries' ids from the database (the API's delivery log shows the latest 100 only).
+  const rows = await eventually(() => ctx.db.query('SELECT id, status FROM webhook_deliveries WHERE webhook_id = $1', [hook.id]) as Promise<{ id: string; status: string }[]>,
+    (d) => d.length >= s.batch && d.every((x) => x.status !== 'pending'), 60_000);
+  const ids = rows.map((d) => d.id);
+  const workflowIds = ids.map(deliveryWorkflowId);
+  await closed(workflowIds); // a redelivery needs its delivery's workflow closed
+  return async () => {
+    const before = received();
+    const t = performance.now();
+    const { cpu } = await measureCpu(subjects, async () => { // the receiver is in the harness's process
+      await inBatches(ids.length, s.connections, (i) => expectOk(base, account.apiKey, 'POST', `${V1}/webhooks/${hook.id}/deliveries/${ids[i]}/redeliver`));
+      await eventually(async () => received(), (n) => n >= before + ids.length, 600_000, 20);
+      await closed(workflowIds);
+    });
+    recordValue(figures, 'svc.webhooks', ids.length / ((performance.now() - t) / 1000));
+    recordCpu(figures, 'svc.webhooks', cpu, ids.length);
   };
 }
 
@@ -283,7 +290,7 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | '
     if (floor) measured.unshift(['floor.accept', load(`${floor.url}/accept`), floor.pid]);
     for (const [, options] of measured) await warmUp({ ...options, durationSec: 1 });
     for (let r = 0; r < s.repeats; r++) {
-      for (const [figure, options, pid] of measured) {
+      for (const [figure, options, pid] of inTurn(measured, r)) {
         const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ ...options, durationSec: s.durationSec }));
         recordLoad(figures, figure, result);
         recordCpu(figures, figure, cpu, result.ok);

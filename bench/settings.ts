@@ -11,12 +11,11 @@ export interface BenchSettings {
   connections: number;
   /** One-alone runs whose median is reported (one workflow, one job). */
   singleRuns: number;
-  /** One-activity workflows through the floor's worker. */
-  floorBatch: number;
-  /** Jobs enqueued for the service's jobs-per-second figure. */
-  jobBatch: number;
-  /** Webhook deliveries per repetition (at most 100: the deliveries list's page). */
-  webhookBatch: number;
+  /**
+   * Workflows of each batch figure, one size for all so that start-up and tail weigh alike: the floor's one-activity
+   * workflows, the service's jobs, its webhook deliveries.
+   */
+  batch: number;
   /** Workflows in flight at which the worker's memory is read. */
   inFlightSteps: number[];
   /** Repetitions of each provider-cost render. */
@@ -36,10 +35,10 @@ export interface BenchSettings {
 
 export function settingsFor(mode: BenchMode): BenchSettings {
   if (mode === 'full') {
-    return { mode, repeats: 5, durationSec: 10, connections: 50, singleRuns: 9, floorBatch: 300, jobBatch: 300, webhookBatch: 100, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000, acceptItemRuns: 300 };
+    return { mode, repeats: 5, durationSec: 10, connections: 50, singleRuns: 9, batch: 300, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000, acceptItemRuns: 300 };
   }
   if (mode === 'quick') {
-    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, floorBatch: 60, jobBatch: 20, webhookBatch: 10, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000, restartRuns: 2, burstJobs: 100, largeActions: 100_000, largeAccounts: 1_000, acceptItemRuns: 100 };
+    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, batch: 60, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000, restartRuns: 2, burstJobs: 100, largeActions: 100_000, largeAccounts: 1_000, acceptItemRuns: 100 };
   }
-  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, floorBatch: 10, jobBatch: 5, webhookBatch: 2, inFlightSteps: [1], providerRepeats: 1, idleStreams: 20, restartRuns: 1, burstJobs: 10, largeActions: 5_000, largeAccounts: 10, acceptItemRuns: 5 };
+  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, batch: 5, inFlightSteps: [1], providerRepeats: 1, idleStreams: 20, restartRuns: 1, burstJobs: 10, largeActions: 5_000, largeAccounts: 10, acceptItemRuns: 5 };
 }

@@ -36,12 +36,17 @@ describe('benchmark targets (bench/report.ts judge)', () => {
 });
 
 describe('measurements in turn (bench/load.ts inTurn)', () => {
-  it('takes every measurement once a repetition, each first in turn', () => {
+  it('takes every measurement once a repetition, each first in turn and after each other equally often', () => {
     const items = ['floor', 'jobs', 'webhooks'];
-    const orders = [0, 1, 2, 3].map((r) => inTurn(items, r));
+    const orders = [0, 1, 2, 3, 4, 5].map((r) => inTurn(items, r));
     assert.deepEqual(orders, [
-      ['floor', 'jobs', 'webhooks'], ['jobs', 'webhooks', 'floor'], ['webhooks', 'floor', 'jobs'], ['floor', 'jobs', 'webhooks'],
+      ['floor', 'jobs', 'webhooks'], ['jobs', 'webhooks', 'floor'], ['webhooks', 'floor', 'jobs'],
+      ['webhooks', 'jobs', 'floor'], ['floor', 'webhooks', 'jobs'], ['jobs', 'floor', 'webhooks'],
     ]);
+    const follows = new Map<string, number>();
+    for (const order of orders) order.slice(1).forEach((item, i) => follows.set(`${order[i]}>${item}`, (follows.get(`${order[i]}>${item}`) ?? 0) + 1));
+    assert.deepEqual([...follows.values()], [2, 2, 2, 2, 2, 2], JSON.stringify([...follows]));
     assert.deepEqual(items, ['floor', 'jobs', 'webhooks'], 'the list itself is left as it was');
+    assert.deepEqual([0, 1, 2, 3].map((r) => inTurn(['small', 'large'], r)), [['small', 'large'], ['large', 'small'], ['large', 'small'], ['small', 'large']]);
   });
 });
