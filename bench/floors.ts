@@ -54,11 +54,15 @@ export async function measureHttpFloors(ctx: FloorContext, figures: Figures, opt
 
 /**
  * Workflow starts with nobody to run them (`floor.starts`) and a default worker's one-activity runs, alone
- * (`floor.e2e`) and in batches (`floor.batch`); a run with the service measures the latter in turn with its own
- * figures instead (bench/service.ts), and this only when that did not happen.
+ * (`floor.e2e`) and in batches (`floor.batch`), each alone; a run with the service measures them in turn with its
+ * own figures instead (bench/service.ts: the starts with the accepts of the API process alone, the one-activity runs
+ * with the jobs, webhooks and one job alone), and this only when that did not happen.
  */
 export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures, parts: { starts: boolean; oneActivity: boolean } = { starts: true, oneActivity: true }): Promise<void> {
-  if (parts.starts) await measureBareStarts(ctx, figures);
+  if (parts.starts) {
+    dropFigures(figures, ['floor.starts']);
+    await measureBareStarts(ctx, figures);
+  }
   if (!parts.oneActivity) return;
   dropFigures(figures, ['floor.e2e', 'floor.batch']);
   const floor = await startOneActivityFloor(ctx);
@@ -71,26 +75,47 @@ export async function measureWorkflowFloors(ctx: FloorContext, figures: Figures,
   }
 }
 
-/** Bare starts, 50 in flight: the workflows pile up on a queue no worker serves. */
+/** Bare starts, alone (a run without the service's accept phase, which takes them in turn with its accepts). */
 async function measureBareStarts(ctx: FloorContext, figures: Figures): Promise<void> {
-  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  const floor = await startBareStartsFloor(ctx);
   try {
-    const client = new Client({ connection, namespace: 'default' });
-    const { connections, durationSec, repeats } = ctx.settings;
-    const runId = randomUUID().slice(0, 8);
-    const start = (i: number) => client.workflow.start('benchNoopWorkflow', { taskQueue: 'bench-floor-unserved', workflowId: `floor-start-${runId}-${i}` });
-    await closedLoop(connections, 1000, (i) => start(-1 - i)); // warm-up (negative ids never collide with the measured ones)
-    let offset = 0;
-    const subjects = { servicePids: [], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
-    for (let r = 0; r < repeats; r++) {
+    await floor.warmUp();
+    for (let r = 0; r < ctx.settings.repeats; r++) await floor.run(figures);
+  } finally {
+    await floor.close();
+  }
+}
+
+/**
+ * The bare-start floor: a no-op workflow started with 50 in flight for the run's duration on a queue no worker
+ * serves (the workflows pile up there), from this process's own client (`floor.starts`, with its CPU; the starting
+ * client counts as the harness).
+ */
+export interface BareStartsFloor {
+  warmUp(): Promise<void>;
+  run(figures: Figures): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startBareStartsFloor(ctx: Pick<FloorContext, 'settings' | 'databaseUrl' | 'temporalAddress'>): Promise<BareStartsFloor> {
+  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  const client = new Client({ connection, namespace: 'default' });
+  const { connections, durationSec } = ctx.settings;
+  const runId = randomUUID().slice(0, 8);
+  const start = (i: number) => client.workflow.start('benchNoopWorkflow', { taskQueue: 'bench-floor-unserved', workflowId: `floor-start-${runId}-${i}` });
+  const subjects = { servicePids: [], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+  let offset = 0;
+  return {
+    // Negative ids never collide with the measured ones.
+    warmUp: async () => { await closedLoop(connections, 1000, (i) => start(-1 - i)); },
+    async run(figures) {
       const { result, cpu } = await measureCpu(subjects, () => closedLoop(connections, durationSec * 1000, (i) => start(offset + i)));
       offset += result.ok + result.failed + connections;
       recordLoad(figures, 'floor.starts', result);
       recordCpu(figures, 'floor.starts', cpu, result.ok);
-    }
-  } finally {
-    await connection.close();
-  }
+    },
+    close: () => connection.close(),
+  };
 }
 
 /**

@@ -154,11 +154,11 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
       const floorCtx = {
         settings, databaseUrl: databaseUrlOfService, temporalAddress: temporal.address, logDir: path.join(backendDir, 'logs'), apiKey: '', actionId: 0,
       };
-      // The one-activity floor and the poll floor are measured in turn with the service's figures by its phase; the
-      // floor phases measure them alone only when that did not happen (an --only run, or a service phase that failed
-      // before they were done).
-      await phase(`${backend}: workflow floors (bare starts)`, notes, () => measureWorkflowFloors(floorCtx, figures, { starts: true, oneActivity: false }));
-      const inTurn = { polls: false, oneActivity: false };
+      // Each floor is measured in turn with the service's figures it judges, by their phases: the one-activity and
+      // poll floors by the service phase, the accept floor and the bare starts by the API process's accept phase. The
+      // floor phases measure them alone only when that did not happen (an --only run, or a phase that failed before
+      // they were done).
+      const inTurn = { polls: false, oneActivity: false, starts: false };
       await phase(`${backend}: service (one job, jobs/s, webhooks, polls, memory)`, notes, async () => {
         const seeded = await measureService(ctx, figures, inTurn);
         floorCtx.apiKey = seeded.apiKey;
@@ -174,7 +174,10 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
         }
         await measureHttpFloors(floorCtx, figures, { select: !inTurn.polls });
       });
-      await phase(`${backend}: POST /generate/photo, API process alone, in turn with the accept floor`, notes, () => measureAccept(ctx, 'api', figures));
+      await phase(`${backend}: POST /generate/photo, API process alone, in turn with the accept floor and bare starts`, notes, () => measureAccept(ctx, 'api', figures, inTurn));
+      if (!inTurn.starts) { // before `all` mode, whose target and open loop are judged against them
+        await phase(`${backend}: workflow floors (bare starts, alone)`, notes, () => measureWorkflowFloors(floorCtx, figures, { starts: true, oneActivity: false }));
+      }
       await phase(`${backend}: POST /generate/photo, all mode`, notes, () => measureAccept(ctx, 'all', figures));
       await phase(`${backend}: POST /generate/photo, all mode, real renders meanwhile`, notes, () => measureAccept(ctx, 'all-real', figures));
       await phase(`${backend}: ${settings.idleStreams} idle live-progress streams`, notes, () => measureIdleStreams(ctx, figures));

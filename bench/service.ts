@@ -12,9 +12,9 @@ import { BENCH_HARNESS_FLAG } from '../src/config';
 import { actionWorkflowId, deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, inTurn, openLoop, warmUp } from './load';
-import { startFloorServer, startOneActivityFloor } from './floors';
+import { startBareStartsFloor, startFloorServer, startOneActivityFloor } from './floors';
 import { type CpuSubjects, measureCpu } from './cpu';
-import { Figures, recordCpu, recordLoad, recordValue } from './measured';
+import { dropFigures, Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
 import { sleep, stat } from './stats';
 import type { BenchSettings } from './settings';
@@ -264,19 +264,24 @@ export const ALL_MODE_PACE = 0.5;
  * POST /generate/photo accepted per second, 50 connections, each request with an `Idempotency-Key` of its own, to a
  * process of `mode` on a queue of its own: `api` (the API process alone: the workflows wait), `all` (`npm start`'s
  * one process, zero-cost renders) or `all-real` (`npm start`'s one process rendering for real meanwhile, without the
- * demo delay: renders must not starve accepting). With `api`, the accept floor (bench/floor-server.ts) is measured
- * in turn with it, repetition by repetition, so both meet the Temporal backend in the same state (a dev server's
- * start costs more as its SQLite file fills with the workflows every phase leaves open). With `all`, the saturated
+ * demo delay: renders must not starve accepting). With `api`, the accept floor (bench/floor-server.ts) and the bare
+ * starts (the floor of `all` mode too) are measured in turn with it, repetition by repetition, so all three meet the
+ * Temporal backend in the same state (a start costs more as the backend fills with the workflows every phase leaves
+ * open: measured in a phase of their own at the start, minutes before, the accept floor reached 0.81 of them in one
+ * full run on the Temporal server and 0.52 in the next). With `all`, the saturated
  * repetitions are followed by as many in an open loop at `ALL_MODE_PACE` of the bare starts (`svc.post_all_paced`):
  * 50 closed-loop connections keep 50 requests waiting whatever the service's speed, so their latency is
  * 50 / throughput (Little's law) and says nothing of how long a request waits at the rate the target asks for.
  */
-export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | 'all-real', figures: Figures): Promise<void> {
+export async function measureAccept(
+  ctx: ServiceContext, mode: 'api' | 'all' | 'all-real', figures: Figures, inTurnDone: { starts: boolean } = { starts: false },
+): Promise<void> {
   const s = ctx.settings;
   const real = mode === 'all-real';
   const service = await startService(ctx, real ? 'all' : mode, `${mode}-accept`, `bench-accept-${mode}`,
     real ? { LOCAL_RENDERER_COST: 'normal', LOCAL_RENDERER_DELAY_MS: '0' } : {});
   const floor = mode === 'api' ? await startFloorServer({ databaseUrl: ctx.databaseUrl, temporalAddress: ctx.temporalAddress, logDir: path.join(ctx.dataDir, 'logs') }) : undefined;
+  const bareStarts = mode === 'api' ? await startBareStartsFloor(ctx) : undefined;
   const key = `svc.post_${mode.replace('-', '_')}`;
   try {
     const account = await benchAccount(ctx.db, `bench accept ${mode}`);
@@ -286,16 +291,22 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | '
     });
     const database = new URL(ctx.databaseUrl).pathname.slice(1);
     const accepting = load(`${service.url}${V1}/generate/photo`);
-    const measured: [string, ReturnType<typeof load>, number][] = [[key, accepting, service.pid]];
-    if (floor) measured.unshift(['floor.accept', load(`${floor.url}/accept`), floor.pid]);
-    for (const [, options] of measured) await warmUp({ ...options, durationSec: 1 });
-    for (let r = 0; r < s.repeats; r++) {
-      for (const [figure, options, pid] of inTurn(measured, r)) {
+    const http = (figure: string, options: ReturnType<typeof load>, pid: number) => ({
+      warmUp: () => warmUp({ ...options, durationSec: 1 }),
+      async run() {
         const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ ...options, durationSec: s.durationSec }));
         recordLoad(figures, figure, result);
         recordCpu(figures, figure, cpu, result.ok);
-      }
+      },
+    });
+    const measured = [http(key, accepting, service.pid)];
+    if (floor && bareStarts) {
+      dropFigures(figures, ['floor.starts']); // a run without this phase measured them alone (an --only run)
+      measured.push(http('floor.accept', load(`${floor.url}/accept`), floor.pid), { warmUp: () => bareStarts.warmUp(), run: () => bareStarts.run(figures) });
     }
+    for (const m of measured) await m.warmUp();
+    for (let r = 0; r < s.repeats; r++) for (const m of inTurn(measured, r)) await m.run();
+    if (bareStarts) inTurnDone.starts = true;
     // `all`: then, with the worker still working off what the saturated runs left queued, the rate its target's
     // ratio asks for (half the bare starts measured in this run) offered in an open loop, for its bound on the
     // slowest request.
@@ -306,6 +317,7 @@ export async function measureAccept(ctx: ServiceContext, mode: 'api' | 'all' | '
       for (let r = 0; r < s.repeats; r++) recordLoad(figures, 'svc.post_all_paced', await openLoop({ ...accepting, ratePerSecond: pace, durationSec: s.durationSec }));
     }
   } finally {
+    await bareStarts?.close();
     await floor?.stop();
     await service.stop();
   }
