@@ -37,6 +37,10 @@ export interface CpuSubjects {
 }
 
 
+/** The subjects of a load: these process ids count as the service, the backends of this database URL's database as its Postgres. */
+export function subjectsOf(servicePids: number[], databaseUrl: string, options: { databaseIdle?: boolean } = {}): CpuSubjects {
+  return { servicePids, serviceDatabase: new URL(databaseUrl).pathname.slice(1), ...(options.databaseIdle ? { serviceDatabaseIdle: true } : {}) };
+}
 function processSeconds(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

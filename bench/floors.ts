@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../ops/dev-server';
 import { closedLoop, httpLoad, inBatches, warmUp } from './load';
-import { measureCpu } from './cpu';
+import { measureCpu, subjectsOf } from './cpu';
 import { dropFigures, Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { startBenchChild } from './processes';
 import type { BenchSettings } from './settings';
@@ -103,7 +103,7 @@ export async function startBareStartsFloor(ctx: Pick<FloorContext, 'settings' | 
   const { connections, durationSec } = ctx.settings;
   const runId = randomUUID().slice(0, 8);
   const start = (i: number) => client.workflow.start('benchNoopWorkflow', { taskQueue: 'bench-floor-unserved', workflowId: `floor-start-${runId}-${i}` });
-  const subjects = { servicePids: [], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+  const subjects = subjectsOf([], ctx.databaseUrl);
   let offset = 0;
   return {
     // Negative ids never collide with the measured ones.
@@ -145,7 +145,7 @@ export async function startOneActivityFloor(ctx: Pick<FloorContext, 'settings' |
   const client = new Client({ connection, namespace: 'default' });
   const run = (id: string, n: number) => client.workflow.execute('benchOneActivityWorkflow', { taskQueue, workflowId: `floor-e2e-${runId}-${id}`, args: [n] });
   // The floor worker uses no database: the service's, idle beside it when taken in turn, is not the floor's work.
-  const subjects = { servicePids: [worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1), serviceDatabaseIdle: true };
+  const subjects = subjectsOf([worker.pid], ctx.databaseUrl, { databaseIdle: true });
   const { batch: size, connections } = ctx.settings;
   let runs = 0;
   return {

@@ -13,7 +13,7 @@ import { actionWorkflowId, deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, inTurn, openLoop, warmUp } from './load';
 import { startBareStartsFloor, startFloorServer, startOneActivityFloor } from './floors';
-import { type CpuSubjects, measureCpu } from './cpu';
+import { type CpuSubjects, measureCpu, subjectsOf } from './cpu';
 import { dropFigures, Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
 import { sleep, stat } from './stats';
@@ -77,6 +77,13 @@ interface Account { accountId: number; apiKey: string }
 /** An account that never runs out of sparks during a run. */
 export const benchAccount = (db: DataSource, name: string): Promise<Account> => newAccount(db, 100_000_000, name);
 
+/** One repetition of an HTTP load on these processes, recorded as `figure` with its CPU per answered request. */
+async function measureHttp(figures: Figures, figure: string, options: Parameters<typeof httpLoad>[0], servicePids: number[], databaseUrl: string): Promise<void> {
+  const { result, cpu } = await measureCpu(subjectsOf(servicePids, databaseUrl), () => httpLoad(options));
+  recordLoad(figures, figure, result);
+  recordCpu(figures, figure, cpu, result.ok);
+}
+
 /** Polls an action's status until it is completed; returns the milliseconds from the POST to that answer. */
 async function oneJobAlone(base: string, account: Account, photoBody: string): Promise<number> {
   const t = performance.now();
@@ -120,8 +127,9 @@ async function mainPhase(
   // so that both meet the Temporal backend in the same state: minutes apart, the same floor moved by a factor of up
   // to 1.9 between runs (a Temporal server's CPU per workflow drifts with what its Postgres holds).
   const oneActivity = await startOneActivityFloor({ settings: s, databaseUrl: ctx.databaseUrl, temporalAddress: ctx.temporalAddress, logDir: path.join(ctx.dataDir, 'logs') });
-  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  let connection: Connection | undefined;
   try {
+    connection = await Connection.connect({ address: ctx.temporalAddress });
     const temporal = new Client({ connection, namespace: 'default' });
     /** Until every workflow of these ids is closed, whatever its outcome (the floor's batch is timed to its last result too). */
     const closed = (workflowIds: string[]) => Promise.all(workflowIds.map((id) => temporal.workflow.getHandle(id).result().catch(() => undefined)));
@@ -138,7 +146,7 @@ async function mainPhase(
     // Jobs per second through the one worker process: N enqueued (50 POSTs in flight, as the floor starts its
     // workflows), timed until every action is terminal and its workflow closed (as the floor's batch is timed).
     // Its CPU: the API and worker processes count as the service's.
-    const subjects = { servicePids: [api.pid, worker.pid], serviceDatabase: new URL(ctx.databaseUrl).pathname.slice(1) };
+    const subjects = subjectsOf([api.pid, worker.pid], ctx.databaseUrl);
     const jobs = async () => {
       const t = performance.now();
       const { result: ids, cpu } = await measureCpu(subjects, async () => {
@@ -156,7 +164,7 @@ async function mainPhase(
     for (let r = 0; r < s.repeats; r++) for (const run of inTurn(batches, r)) await run();
     inTurnDone.oneActivity = true;
   } finally {
-    await connection.close();
+    await connection?.close();
     await oneActivity.stop();
   }
 
@@ -170,14 +178,9 @@ async function mainPhase(
       ['floor.select', `${floor.url}/select/${seeded.action_id}`, floor.pid], ['svc.status', `${api.url}${V1}/status/${seeded.action_id}`, api.pid],
       ['svc.job', `${api.url}/api/v2/jobs/${job.job_id}`, api.pid], ['svc.balance', `${api.url}${V1}/balance`, api.pid],
     ];
-    const database = new URL(ctx.databaseUrl).pathname.slice(1);
     for (const [, url] of polls) await warmUp({ url, connections: s.connections, durationSec: 1, headers });
     for (let r = 0; r < s.repeats; r++) {
-      for (const [key, url, pid] of inTurn(polls, r)) {
-        const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ url, connections: s.connections, durationSec: s.durationSec, headers }));
-        recordLoad(figures, key, result);
-        recordCpu(figures, key, cpu, result.ok);
-      }
+      for (const [key, url, pid] of inTurn(polls, r)) await measureHttp(figures, key, { url, connections: s.connections, durationSec: s.durationSec, headers }, [pid], ctx.databaseUrl);
     }
     inTurnDone.polls = true;
   } finally {
@@ -233,8 +236,9 @@ async function prepareWebhooks(
  */
 async function measureMemory(ctx: ServiceContext, base: string, account: Account, queue: string, figures: Figures): Promise<void> {
   const worker = await startService(ctx, 'worker', 'worker-memory', queue, { WORKER_QUEUES: 'main' });
-  const connection = await Connection.connect({ address: ctx.temporalAddress });
+  let connection: Connection | undefined;
   try {
+    connection = await Connection.connect({ address: ctx.temporalAddress });
     const temporal = new Client({ connection, namespace: 'default' });
     await sleep(2000);
     const idle = rssMiB(worker.pid);
@@ -252,7 +256,7 @@ async function measureMemory(ctx: ServiceContext, base: string, account: Account
       recordValue(figures, `mem.per_workflow.${target}`, (rss - idle) / target);
     }
   } finally {
-    await connection.close();
+    await connection?.close();
     await worker.stop();
   }
 }
@@ -289,15 +293,10 @@ export async function measureAccept(
       url, connections: s.connections, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
       headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
     });
-    const database = new URL(ctx.databaseUrl).pathname.slice(1);
     const accepting = load(`${service.url}${V1}/generate/photo`);
     const http = (figure: string, options: ReturnType<typeof load>, pid: number) => ({
       warmUp: () => warmUp({ ...options, durationSec: 1 }),
-      async run() {
-        const { result, cpu } = await measureCpu({ servicePids: [pid], serviceDatabase: database }, () => httpLoad({ ...options, durationSec: s.durationSec }));
-        recordLoad(figures, figure, result);
-        recordCpu(figures, figure, cpu, result.ok);
-      },
+      run: () => measureHttp(figures, figure, { ...options, durationSec: s.durationSec }, [pid], ctx.databaseUrl),
     });
     const measured = [http(key, accepting, service.pid)];
     if (floor && bareStarts) {
