@@ -85,7 +85,11 @@ async function main(mode: Mode): Promise<void> {
   if (mode !== 'api') installRuntime({ metricsBindAddress: sdkMetricsAddress });
   const { address, devServer } = await resolveTemporal(config, mode);
   const db = await openDatabase(config.databaseUrl, { migrate: true });
-  const temporal = await connectClient(address, config.temporalNamespace);
+  // The workers' connection; in `all` mode the API's client shares it, and starts its workflows eagerly on this
+  // process's own worker (src/temporal/client.ts).
+  const workerConnection = mode === 'api' ? undefined : await connectWorker(address);
+  const temporal = await connectClient(address, config.temporalNamespace,
+    mode === 'all' ? { shared: workerConnection, eagerStartsOn: config.taskQueue } : {});
   const store = createAssetStore(config);
   const outbound = new OutboundPolicy(config.outboundAllowCidrs);
   const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
@@ -104,7 +108,7 @@ async function main(mode: Mode): Promise<void> {
   if (mode !== 'api') {
     const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
     const { main: servesMain, providers: providerNames } = queues!;
-    const connection = await connectWorker(address);
+    const connection = workerConnection!;
     if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);
     const limits = (name: string) => (name === 'local' ? { ...config.providerLimits(name), maxConcurrent: renders } : config.providerLimits(name));
     workers.push(...(await createProviderWorkers(setup, connection, providerNames, limits)));
