@@ -46,7 +46,9 @@ export function readinessProbe(
   const probeAll = async (): Promise<Readiness> => {
     const [database, temporalState, storage] = await Promise.all([
       probe('database', () => db.query('SELECT 1')),
-      // The deadline also ends the client's own retries, so a failing probe does not keep calling in the background.
+      // The deadline ends the answer's wait. With the API's own client (@grpc/grpc-js) it also ends the client's
+      // retries; with `npm start`'s native connection the SDK's core goes on retrying a failing call for up to 10 s
+      // in the background, a cheap call, and probes are cached and shared while in flight.
       probe('temporal', () => temporal.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () => temporal.connection.workflowService.getSystemInfo({}))),
       // A store with nothing to reach (the folder) has no check and is ready with the process.
       store.check ? probe('storage', (signal) => store.check!(signal)) : Promise.resolve<DependencyState>('ok'),

@@ -89,7 +89,7 @@ async function main(mode: Mode): Promise<void> {
   // process's own worker (src/temporal/client.ts).
   const workerConnection = mode === 'api' ? undefined : await connectWorker(address);
   const temporal = await connectClient(address, config.temporalNamespace,
-    mode === 'all' ? { shared: workerConnection, eagerStartsOn: config.taskQueue } : {});
+    mode === 'all' && workerConnection ? { shared: workerConnection, eagerStartsOn: config.taskQueue } : {});
   const store = createAssetStore(config);
   const outbound = new OutboundPolicy(config.outboundAllowCidrs);
   const secrets = new SecretBox(loadSecret(config.secretsKey, config.dataDir, 'secrets-key'));
@@ -104,6 +104,8 @@ async function main(mode: Mode): Promise<void> {
   }
 
   const workers: Worker[] = [];
+  /** Each worker's run, to drain them all; `workerRun` fails at the first that fails. */
+  let workerRuns: Promise<unknown>[] = [];
   let workerRun: Promise<unknown> | undefined;
   if (mode !== 'api') {
     const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
@@ -112,7 +114,8 @@ async function main(mode: Mode): Promise<void> {
     if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);
     const limits = (name: string) => (name === 'local' ? { ...config.providerLimits(name), maxConcurrent: renders } : config.providerLimits(name));
     workers.push(...(await createProviderWorkers(setup, connection, providerNames, limits)));
-    workerRun = Promise.all(workers.map((w) => w.run()));
+    workerRuns = workers.map((w) => w.run());
+    workerRun = Promise.all(workerRuns);
     if (servesMain) {
       // Starts left in flight by API processes that died, and actions whose workflow an operator terminated.
       const reconcilePass = () => void reconcileExclusively(db, temporal, {
@@ -158,9 +161,11 @@ async function main(mode: Mode): Promise<void> {
     // The SDK drains its workers on SIGTERM and SIGINT itself; a worker it has not reached yet is asked here.
     for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
     await liveEvents?.close(); // ends the event streams, which would keep the server open
-    await Promise.allSettled([closing, workerRun]);
+    // Every worker drained, not only until the first one failed: `npm start`'s client shares their connection, which
+    // closes only once no worker holds it, and the database stays open for the activities still running.
+    await Promise.allSettled([closing, ...workerRuns]);
     await metrics?.close();
-    await temporal.connection.close().catch(() => undefined);
+    await temporal.connection.close().catch((err) => log.warn('closing the Temporal connection failed', { error: String(err) }));
     await db.destroy().catch(() => undefined);
     await tracing()?.shutdown().catch(() => undefined); // the last spans, flushed
     await devServer?.stop();

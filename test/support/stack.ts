@@ -90,7 +90,6 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const env = testEnvironment();
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
   const db = await openDatabase(env.databaseUrl, { migrate: false, poolSize: 10 });
-  const temporal = await connectClient(env.temporalAddress, 'default');
   const store = options.store ?? new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
   const provider = options.provider ?? new LocalRenderer();
   const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs, options.outboundResolveHost);
@@ -108,6 +107,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       () => ({ maxConcurrent: 10, maxPerSecond: 0 }));
     running = Promise.all([worker, ...providerWorkers].map((w) => w.run()));
   }
+  // As `npm start` (app/main.ts): with a worker, the client shares its native connection and starts eagerly on its
+  // queue; without one, as an API process alone, it has a connection of its own.
+  const temporal = connection
+    ? await connectClient(env.temporalAddress, 'default', { shared: connection, eagerStartsOn: taskQueue })
+    : await connectClient(env.temporalAddress, 'default');
 
   const defaults = loadConfig();
   const timeouts = {
@@ -140,9 +144,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       if (worker) {
         for (const w of [worker, ...providerWorkers]) if (w.getState() === 'RUNNING') w.shutdown(); // a test may have stopped one
         await running;
-        await connection?.close();
       }
-      await temporal.connection.close();
+      await temporal.connection.close(); // the workers' connection when shared, once they no longer hold it
       await db.destroy();
     },
   };
