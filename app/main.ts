@@ -110,7 +110,7 @@ async function main(mode: Mode): Promise<void> {
   if (mode !== 'api') {
     const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
     const { main: servesMain, providers: providerNames } = queues!;
-    const connection = workerConnection!;
+    const connection = workerConnection!; // opened above for every mode but `api`
     if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);
     const limits = (name: string) => (name === 'local' ? { ...config.providerLimits(name), maxConcurrent: renders } : config.providerLimits(name));
     workers.push(...(await createProviderWorkers(setup, connection, providerNames, limits)));

@@ -292,10 +292,7 @@ export async function measureAccept(
   const key = `svc.post_${mode.replace('-', '_')}`;
   try {
     const account = await benchAccount(ctx.db, `bench accept ${mode}`);
-    const load = (url: string) => ({
-      url, connections: s.connections, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
-      headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
-    });
+    const load = (url: string) => ({ ...photoPosts(ctx, url, account.apiKey), connections: s.connections });
     const accepting = load(`${service.url}${V1}/generate/photo`);
     const http = (figure: string, options: ReturnType<typeof load>, pid: number) => ({
       warmUp: () => warmUp({ ...options, durationSec: 1 }),
@@ -320,16 +317,19 @@ export async function measureAccept(
   if (mode === 'all' && starts) await measurePaced(ctx, figures, Math.ceil(starts.median * ALL_MODE_PACE));
 }
 
+/** POSTs of the run's photo body to `url` with this key, each with an `Idempotency-Key` of its own. */
+const photoPosts = (ctx: ServiceContext, url: string, apiKey: string) => ({
+  url, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
+  headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+});
+
 /** `svc.post_all_paced`: `npm start`'s one process (zero-cost renders), fresh, offered `pace` requests a second. */
 async function measurePaced(ctx: ServiceContext, figures: Figures, pace: number): Promise<void> {
   const s = ctx.settings;
   const service = await startService(ctx, 'all', 'all-paced', 'bench-accept-all-paced');
   try {
     const account = await benchAccount(ctx.db, 'bench accept all paced');
-    const accepting = {
-      url: `${service.url}${V1}/generate/photo`, method: 'POST', body: ctx.photoBody, idempotencyKeys: true,
-      headers: { Authorization: `Bearer ${account.apiKey}`, 'Content-Type': 'application/json' },
-    };
+    const accepting = photoPosts(ctx, `${service.url}${V1}/generate/photo`, account.apiKey);
     recordValue(figures, 'svc.post_all_paced_offered', pace);
     await openLoop({ ...accepting, ratePerSecond: pace, durationSec: 1 }); // warm-up, at the same rate
     for (let r = 0; r < s.repeats; r++) recordLoad(figures, 'svc.post_all_paced', await openLoop({ ...accepting, ratePerSecond: pace, durationSec: s.durationSec }));
