@@ -109,3 +109,20 @@ export async function measureCpu<T>(subjects: CpuSubjects, load: () => Promise<T
   const wallSeconds = (machineAfter.total - machineBefore.total) / machineAfter.cores;
   return { result, cpu: { seconds, busyCores: wallSeconds > 0 ? (machineAfter.busy - machineBefore.busy) / wallSeconds : 0 } };
 }
+
+/**
+ * Waits until the machine is quiet: under `maxBusyCores` busy over one second (what a process stopped just before
+ * left behind, e.g. the Temporal backend timing out its workflow tasks, is done), for at most `timeoutMs`; answers
+ * the busy cores of the last second read.
+ */
+export async function machineQuiet(maxBusyCores = 0.2, timeoutMs = 60_000): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const before = machineTicks();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const after = machineTicks();
+    const wall = (after.total - before.total) / after.cores;
+    const busy = wall > 0 ? (after.busy - before.busy) / wall : 0;
+    if (busy <= maxBusyCores || Date.now() >= end) return busy;
+  }
+}

@@ -13,7 +13,7 @@ import { actionWorkflowId, deliveryWorkflowId } from '../src/temporal/contract';
 import { freePort } from '../ops/dev-server';
 import { httpLoad, inBatches, inTurn, openLoop, warmUp } from './load';
 import { startBareStartsFloor, startFloorServer, startOneActivityFloor } from './floors';
-import { type CpuSubjects, measureCpu, subjectsOf } from './cpu';
+import { type CpuSubjects, machineQuiet, measureCpu, subjectsOf } from './cpu';
 import { dropFigures, Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB, track } from './processes';
 import { sleep, stat } from './stats';
@@ -54,7 +54,9 @@ export async function startService(ctx: ServiceContext, mode: ServiceMode, name:
     DATA_DIR: path.join(ctx.dataDir, name),
     ...extra,
   }, { logFile: path.join(ctx.dataDir, 'logs', `${name}.log`) });
-  const stop = track(`service ${name}`, () => started.stop(3_000));
+  // Time to drain (its worker finishes the tasks it holds), so that a process stopped does not leave the next phase
+  // its workflow tasks to time out and its `starting` actions to settle.
+  const stop = track(`service ${name}`, () => started.stop(15_000));
   return { url, pid: started.child.pid!, stop };
 }
 
@@ -326,6 +328,10 @@ const photoPosts = (ctx: ServiceContext, url: string, apiKey: string) => ({
 /** `svc.post_all_paced`: `npm start`'s one process (zero-cost renders), fresh, offered `pace` requests a second. */
 async function measurePaced(ctx: ServiceContext, figures: Figures, pace: number): Promise<void> {
   const s = ctx.settings;
+  // The saturated repetitions' process is gone, its thousands of jobs left queued: the Temporal backend done with
+  // what it was doing for it first, so that the fresh process's first seconds are its own.
+  const busy = await machineQuiet();
+  process.stderr.write(`bench: the machine at ${busy.toFixed(2)} busy cores before the open loop\n`);
   const service = await startService(ctx, 'all', 'all-paced', 'bench-accept-all-paced');
   try {
     const account = await benchAccount(ctx.db, 'bench accept all paced');

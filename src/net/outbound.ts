@@ -12,6 +12,7 @@ import dns from 'node:dns';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import tls from 'node:tls';
 import { inSpan, SpanKind, tracingOn } from '../telemetry/spans';
 
 const BLOCKED_V4 = [
@@ -78,6 +79,15 @@ const systemResolve: ResolveHost = (hostname) => dns.promises.lookup(hostname, {
 export class OutboundPolicy {
   private readonly blocked = blockList([...BLOCKED_V4, ...BLOCKED_V6]);
   private readonly allowed: net.BlockList;
+  /**
+   * One TLS context for every exchange (the system's trust store, as each connection would build it anew), and an
+   * agent that keeps TLS sessions, never sockets: each exchange is a new TCP connection, looked up and checked as
+   * above, whose handshake resumes the host's last session when the server allows it (no certificate or key
+   * exchange of the full handshake again; the certificate was verified when the session was made, for the same
+   * host name). Without keep-alive and with no cap on sockets, the agent queues no request, so no socket serves two.
+   */
+  private readonly secureContext = tls.createSecureContext();
+  private readonly agent = new https.Agent({ keepAlive: false, maxCachedSessions: 1000 });
 
   /** `resolveHost` is the system's resolver; tests point it at a DNS server of their own. */
   constructor(allowCidrs: string[] = [], private readonly resolveHost: ResolveHost = systemResolve) {
@@ -158,7 +168,11 @@ export class OutboundPolicy {
     return new Promise((resolve, reject) => {
       this.checkUrl(url.href); // a literal address skips the socket's lookup: refused here, before any connection
       let received: IncomingMessage | undefined;
-      const req = https.request(url, { method: init.method, headers: init.headers, lookup: this.lookup, agent: false }, (response) => {
+      // The agent hands the request's options on to tls.connect, which takes the context (its types omit it).
+      const options: https.RequestOptions & Pick<tls.ConnectionOptions, 'secureContext'> = {
+        method: init.method, headers: init.headers, lookup: this.lookup, agent: this.agent, secureContext: this.secureContext,
+      };
+      const req = https.request(url, options, (response) => {
         received = response;
         const remoteAddress = response.socket.remoteAddress ?? '';
         const status = response.statusCode ?? 0;

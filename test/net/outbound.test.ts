@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { OutboundFailed, OutboundPolicy, OutboundRefused, OutboundTooLarge } from '../../src/net/outbound';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { INTERNAL_URLS } from '../support/internal-urls';
@@ -178,6 +179,37 @@ describe('outbound deadlines and body caps', function () {
     const answer = await policy.request(url('/endless-error', 'a'), { method: 'POST', timeoutMs: 5_000, maxBodyBytes: 64 * 1024 });
     assert.deepEqual([answer.status, answer.truncated, answer.body.length], [500, false, 0]);
     await connectionClosed('/endless-error?a');
+  });
+});
+
+describe('outbound connections: a new one per exchange, TLS sessions resumed', function () {
+  this.timeout(20_000);
+  const policy = new OutboundPolicy(['127.0.0.0/8', '::1/128']);
+  let server: TestHttpsServer;
+  /** Per request: whether its TLS session was resumed, and the client's port (one port, one TCP connection). */
+  const seen: { resumed: boolean; port: number }[] = [];
+  before(async () => {
+    server = await startHttpsServer((req, res) => {
+      const socket = req.socket as TLSSocket;
+      seen.push({ resumed: socket.isSessionReused(), port: socket.remotePort! });
+      res.writeHead(204).end();
+    });
+  });
+  after(() => server.close());
+  const post = () => policy.request(new URL(`${server.url}/hook`), { method: 'POST', timeoutMs: 5_000, maxBodyBytes: 1024 });
+
+  it('sequential exchanges each connect anew, and the later ones resume the first TLS session', async () => {
+    for (let i = 0; i < 3; i++) assert.equal((await post()).status, 204);
+    assert.equal(server.connections, 3);
+    assert.deepEqual(seen.map((s) => s.resumed), [false, true, true]);
+  });
+
+  it('concurrent exchanges never share a socket', async () => {
+    const before = server.connections;
+    seen.length = 0;
+    await Promise.all(Array.from({ length: 8 }, post));
+    assert.equal(server.connections - before, 8);
+    assert.equal(new Set(seen.map((s) => s.port)).size, 8);
   });
 });
 
