@@ -13,7 +13,9 @@ COPY api ./api
 COPY workflows ./workflows
 COPY activities ./activities
 COPY migrations ./migrations
-RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev
+# The dashboard (web/), built by Vite into dist/web and served by the API process under /dashboard.
+COPY web ./web
+RUN npx tsc -p tsconfig.build.json && node dist/ops/build-web.js && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
 # jemalloc instead of glibc's malloc, as sharp recommends for long-running processes on glibc: libvips' threads

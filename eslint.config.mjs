@@ -1,5 +1,6 @@
 // The house rules that a reader should not have to remember (docs/architecture.md):
 // - every import points down: app -> api, activities, workflows -> src -> nothing above it; ops only from app and tests;
+// - web/ (the dashboard, in the browser) and the service never import each other;
 // - a route never imports another route;
 // - workflow code is deterministic: no Node built-ins and no package but Temporal's workflow API; from the service,
 //   only `import type` and the pure modules of WORKFLOW_SAFE;
@@ -26,14 +27,14 @@ const ABOVE_SRC = ['./app', './ops', './api', './activities', './workflows'];
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'clients/**/dist/**', 'test/lint/planted/**'] },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', 'web/**/*.tsx'],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     plugins: { '@typescript-eslint': tseslint.plugin, 'import-x': importX },
     // Resolves `./x` to `x.ts`: an import the rules cannot resolve is one they cannot judge.
-    settings: { 'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js', '.json', '.node'] })] },
+    settings: { 'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.tsx', '.js', '.json', '.node'] })] },
     rules: {
       // Relative imports only (tsc checks packages): a path the boundary rules cannot resolve is one they cannot judge.
       'import-x/no-unresolved': ['error', { ignore: ['^[^.]'] }],
@@ -51,6 +52,9 @@ export default tseslint.config(
           { target: './activities', from: ['./app', './ops', './api', './workflows'], message: 'activities/ are adapters over src/: they import src/ only' },
           { target: './workflows', from: ['./app', './ops', './api'], message: 'workflows/ import Temporal, their contract and `import type` only' },
           { target: './api/routes', from: './api/routes', message: 'a route never imports another route: share through src/ or an api/ module' },
+          // The dashboard is a program of its own, in the browser: it talks to the service over HTTP only.
+          { target: './web', from: ['./src', './test', './bench', ...ABOVE_SRC], message: 'web/ runs in the browser: it reaches the service over HTTP, never by import' },
+          { target: ['./src', './test', './bench', ...ABOVE_SRC], from: './web', message: 'nothing of the service imports the dashboard\'s browser code' },
         ],
       }],
     },

@@ -2,6 +2,7 @@
  * The Koa application: request id, errors, signed assets, the API key and rate limit for everything under the v1
  * and v2 prefixes, the JSON body, then one router per route group.
  */
+import path from 'node:path';
 import Koa, { Middleware } from 'koa';
 import compose from 'koa-compose';
 import Router from '@koa/router';
@@ -13,7 +14,7 @@ import { errorHandler } from './middleware/error-handler';
 import { findUnstorable, jsonBody } from './middleware/json-body';
 import { ValidationFailed } from '../src/errors';
 import { rateLimit } from './middleware/rate-limit';
-import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
+import { DEFAULT_DASHBOARD_SETTINGS, DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { requestId } from './middleware/request-id';
 import { traceRequest } from './middleware/trace-request';
 import { tracingOn } from '../src/telemetry/spans';
@@ -33,6 +34,12 @@ import { uploadRoutes } from './routes/uploads';
 import { webhookRoutes } from './routes/webhooks';
 import { jobRoutes } from './routes/jobs';
 import type { ApiServices } from './services';
+import { keyRoutes } from './dashboard/key-routes';
+import { memberRoutes } from './dashboard/member-routes';
+import { overviewRoutes } from './dashboard/overview-routes';
+import { serveDashboardPages } from './dashboard/pages';
+import { DASHBOARD_API_PREFIX, dashboardSessionGuard } from './dashboard/session-guard';
+import { sessionRoutes } from './dashboard/session-routes';
 import { compileValidator } from './validation';
 
 export function routeGroups(services: ApiServices): RouteGroup[] {
@@ -49,6 +56,11 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       ],
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: jobRoutes(services) },
+    // The dashboard's own routes: a user session (api/dashboard/session-guard.ts), never an API key, not in the OpenAPI document.
+    ...((services.config.dashboard ?? DEFAULT_DASHBOARD_SETTINGS).enabled ? [{
+      prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
+      routes: [...sessionRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services)],
+    }] : []),
   ];
 }
 
@@ -77,6 +89,7 @@ function handler(route: Route): Middleware {
   const validateQuery = route.query ? compileValidator('query', route.query) : undefined;
   const validateBody = route.body ? compileValidator('body', route.body) : undefined;
   return async (ctx) => {
+    route.authorize?.(ctx);
     const params = validateParams ? validateParams({ ...(ctx as unknown as { params: object }).params }) : {};
     const sentQuery = queryOf(ctx.querystring);
     const unfit = findUnstorable(sentQuery, ['query']) ?? findUnstorable((ctx as unknown as { params: object }).params, ['path']);
@@ -117,6 +130,10 @@ export function createApp(services: ApiServices): Koa {
   app.use(errorHandler());
   app.use(serveAssets(services));
   for (const group of groups.filter((g) => g.authenticated)) app.use(underPrefix(group.prefix, guard));
+  if ((services.config.dashboard ?? DEFAULT_DASHBOARD_SETTINGS).enabled) {
+    app.use(serveDashboardPages(path.join(__dirname, '..', 'web'))); // dist/web, next to dist/api
+    app.use(underPrefix(DASHBOARD_API_PREFIX, dashboardSessionGuard(services)));
+  }
 
   const root = new Router({ sensitive: true });
   root.get('/openapi.json', (ctx) => {
@@ -127,7 +144,13 @@ export function createApp(services: ApiServices): Koa {
     // Bodies are read only for a matched route that takes one, only after the key and rate limit passed, and only
     // up to what that route can legally receive.
     for (const route of group.routes) {
-      if (route.body) router[route.method](toKoaPath(route.path), jsonBody(bodyLimit(route), services.bodyBytesInFlight, bodyIdleMs), handler(route));
+      if (route.body) {
+        const authorize: Middleware = (ctx, next) => {
+          route.authorize?.(ctx);
+          return next();
+        };
+        router[route.method](toKoaPath(route.path), authorize, jsonBody(bodyLimit(route), services.bodyBytesInFlight, bodyIdleMs), handler(route));
+      }
       else router[route.method](toKoaPath(route.path), handler(route));
     }
     root.use(router.routes(), router.allowedMethods({ throw: true }));

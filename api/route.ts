@@ -38,6 +38,8 @@ export interface Route {
   /** Request headers the handler reads (documented only). */
   headers?: { name: string; description: string; schema: JsonSchema }[];
   responses: Record<number, RouteResponse>;
+  /** Runs before anything of the request is validated or read (the dashboard's session and role checks). */
+  authorize?(ctx: Context): void;
   handle(ctx: Context, input: { body: any; query: any; params: any }): Promise<void>;
 }
 

@@ -146,7 +146,9 @@ async function main(mode: Mode): Promise<void> {
       .catch((err) => log.warn('expiring helper reservations failed', { error: String(err) }));
     expireHelperCalls();
     setInterval(expireHelperCalls, 60_000).unref();
-    log.info('API listening', { url: config.publicBaseUrl, openapi: `${config.publicBaseUrl}/openapi.json` });
+    log.info('API listening', {
+      url: config.publicBaseUrl, openapi: `${config.publicBaseUrl}/openapi.json`, ...(config.dashboard.enabled ? { dashboard: `${config.publicBaseUrl}/dashboard/` } : {}),
+    });
   }
   if (devServer?.uiUrl) log.info('Temporal Web UI', { url: devServer.uiUrl });
 

@@ -16,6 +16,7 @@ import { ActionEvents1732300000015 } from './1732300000015-ActionEvents';
 import { OpenHoldsIndex1732300000016 } from './1732300000016-OpenHoldsIndex';
 import { ReconcilerProgress1732300000017 } from './1732300000017-ReconcilerProgress';
 import { CreationOrderIndexes1732300000018 } from './1732300000018-CreationOrderIndexes';
+import { DashboardUsers1732300000019 } from './1732300000019-DashboardUsers';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -33,4 +34,5 @@ export const migrations = [
   OpenHoldsIndex1732300000016,
   ReconcilerProgress1732300000017,
   CreationOrderIndexes1732300000018,
+  DashboardUsers1732300000019,
 ];

@@ -16,6 +16,7 @@ export function pruneDist(root: string, dist = path.join(root, 'dist')): string[
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) {
+        if (file === path.join(dist, 'web')) continue; // the dashboard's own build (ops/build-web.ts)
         walk(file);
         if (readdirSync(file).length === 0) rmSync(file, { recursive: true });
         continue;

@@ -110,6 +110,22 @@ export interface Config {
   temporalMetricsPort: number | undefined;
   /** Live-progress streams (Server-Sent Events) of one API process. */
   liveStreams: LiveStreamLimits;
+  /** The account dashboard under `/dashboard` (`DASHBOARD`, on by default). */
+  dashboard: DashboardSettings;
+}
+
+/** On, sessions idle for 8 hours or 7 days old end. */
+export const DEFAULT_DASHBOARD_SETTINGS: DashboardSettings = { enabled: true, sessionIdleSeconds: 8 * 3600, sessionAbsoluteSeconds: 7 * 24 * 3600, trustedProxyHops: 0 };
+
+/** The account dashboard's settings (`DASHBOARD_*` variables). */
+export interface DashboardSettings {
+  enabled: boolean;
+  /** A session not used for this long ends (`DASHBOARD_SESSION_IDLE_MINUTES`). */
+  sessionIdleSeconds: number;
+  /** A session ends this long after sign-in, used or not (`DASHBOARD_SESSION_MAX_HOURS`). */
+  sessionAbsoluteSeconds: number;
+  /** Proxies in front of the API that append to X-Forwarded-For (`TRUSTED_PROXY_HOPS`): where a client's address is read. */
+  trustedProxyHops: number;
 }
 
 /** What one API process allows its live-progress streams (`LIVE_*` variables; see api/live/). */
@@ -362,6 +378,13 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     otelServiceName: str('OTEL_SERVICE_NAME') ?? 'product-imagery',
     ...metricsSettings(port),
     liveStreams: liveStreamLimits(),
+    dashboard: {
+      enabled: oneOf('DASHBOARD', ['on', 'off'] as const) === 'on',
+      // At least 5 minutes: a session's last use is written at most once a minute.
+      sessionIdleSeconds: Math.max(5, int('DASHBOARD_SESSION_IDLE_MINUTES', DEFAULT_DASHBOARD_SETTINGS.sessionIdleSeconds / 60)) * 60,
+      sessionAbsoluteSeconds: Math.max(1, int('DASHBOARD_SESSION_MAX_HOURS', DEFAULT_DASHBOARD_SETTINGS.sessionAbsoluteSeconds / 3600)) * 3600,
+      trustedProxyHops: int('TRUSTED_PROXY_HOPS', 0),
+    },
   };
   return { ...config, ...overrides };
 }

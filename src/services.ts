@@ -12,10 +12,10 @@ import type { DefaultGrouping } from './db/entities/api-key';
 export interface Services {
   config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>
     /**
-     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY`, `S3_PRESIGN_SECONDS` and `HTTP_IDLE_TIMEOUT_SECONDS` (left
-     * out: a day, `redirect`, 300 and 30, as in `loadConfig`).
+     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY`, `S3_PRESIGN_SECONDS`, `HTTP_IDLE_TIMEOUT_SECONDS` and the
+     * dashboard's settings (left out: a day, `redirect`, 300, 30 and DEFAULT_DASHBOARD_SETTINGS, as in `loadConfig`).
      */
-    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds' | 'httpIdleTimeoutSeconds'>>;
+    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds' | 'httpIdleTimeoutSeconds' | 'dashboard'>>;
   db: DataSource;
   temporal: Client;
   store: AssetStore;

@@ -7,7 +7,8 @@
  * after 10 s), so a database that vanished is noticed without a query.
  *
  * The hub also keeps the process's stream limits (`LiveStreamLimits`): streams per API key, streams in all, and how
- * long one stream lives.
+ * long one stream lives. And it ends a key's streams when the key is revoked: told on the same connection
+ * (`KEY_REVOKED_CHANNEL`), and, after a reconnect, by asking which keys of the open streams were revoked meanwhile.
  */
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
@@ -15,6 +16,7 @@ import { CONNECTION_SETTINGS, databaseUrlOf } from '../../src/db/data-source';
 import { DEFAULT_LIVE_STREAM_LIMITS, type LiveStreamLimits } from '../../src/config';
 import { log } from '../../src/log';
 import { AppError, generationUnavailable } from '../../src/errors';
+import { KEY_REVOKED_CHANNEL } from '../../src/accounts/accounts';
 
 export const ACTION_EVENTS_CHANNEL = 'action_events';
 
@@ -32,6 +34,8 @@ export interface EventSubscriber {
 
 export class ActionEventHub {
   private readonly subscribers = new Map<number, Set<EventSubscriber>>();
+  /** The open streams of each API key id. */
+  private readonly ofKeys = new Map<number, Set<EventSubscriber>>();
   /** Streams open (or being opened) per API key id. */
   private readonly perKey = new Map<number, number>();
   private open = 0;
@@ -85,15 +89,22 @@ export class ActionEventHub {
       uncount();
       throw err;
     }
-    let set = this.subscribers.get(actionId);
-    if (!set) this.subscribers.set(actionId, (set = new Set()));
-    set.add(subscriber);
-    return () => {
+    addTo(this.subscribers, actionId, subscriber);
+    addTo(this.ofKeys, keyId, subscriber);
+    const unsubscribe = () => {
       uncount();
-      const current = this.subscribers.get(actionId);
-      current?.delete(subscriber);
-      if (current?.size === 0) this.subscribers.delete(actionId);
+      removeFrom(this.subscribers, actionId, subscriber);
+      removeFrom(this.ofKeys, keyId, subscriber);
     };
+    // A revocation announced before the stream was registered (while it waited for the connection, or before the
+    // connection listened) is not announced again: asked once, now that a later one would end it.
+    try {
+      if (await this.keyRevoked(keyId)) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    return unsubscribe;
   }
 
   /** Ends every stream and the LISTEN connection (process shutdown). */
@@ -102,6 +113,7 @@ export class ActionEventHub {
     clearTimeout(this.retryTimer);
     for (const set of [...this.subscribers.values()]) for (const s of [...set]) s.end();
     this.subscribers.clear();
+    this.ofKeys.clear();
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);
@@ -116,6 +128,7 @@ export class ActionEventHub {
   private async connect(): Promise<void> {
     const client = new Client({ connectionString: this.connectionString, ...CONNECTION_SETTINGS, application_name: 'imagery-live-progress' });
     client.on('notification', (msg) => {
+      if (msg.channel === KEY_REVOKED_CHANNEL) return this.endKeyStreams(Number(msg.payload));
       const actionId = Number(msg.payload);
       for (const s of this.subscribers.get(actionId) ?? []) s.wake();
     });
@@ -123,7 +136,7 @@ export class ActionEventHub {
     client.on('end', () => this.lost(client, new Error('connection ended')));
     try {
       await client.connect();
-      await client.query(`LISTEN ${ACTION_EVENTS_CHANNEL}`);
+      await client.query(`LISTEN ${ACTION_EVENTS_CHANNEL}; LISTEN ${KEY_REVOKED_CHANNEL}`);
       if (this.closed) throw new Error('the live-progress hub is closed');
     } catch (err) {
       await client.end().catch(() => undefined); // a client that connected but could not listen is not kept open
@@ -141,7 +154,10 @@ export class ActionEventHub {
     const again = () => {
       if (this.closed) return;
       this.listening().then(
-        () => this.wakeAll(), // what was missed meanwhile
+        () => {
+          this.wakeAll(); // what was missed meanwhile
+          setImmediate(() => void this.endRevokedKeysStreams()); // and keys revoked meanwhile (after the streams that waited are in)
+        },
         (failure: Error) => {
           const delay = this.retryMs * (0.5 + Math.random() / 2);
           this.retryMs = Math.min(this.retryMs * 2, RETRY_MS.max);
@@ -154,6 +170,30 @@ export class ActionEventHub {
     again();
   }
 
+  private async keyRevoked(keyId: number): Promise<boolean> {
+    const client = this.client;
+    if (!client) return false; // the connection was lost meanwhile: the reconnect asks for every open stream's key
+    const { rows } = await client.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NOT NULL', [keyId]);
+    return rows.length > 0;
+  }
+
+  /** Ends every open stream of the key (it was revoked). */
+  private endKeyStreams(keyId: number): void {
+    for (const s of [...(this.ofKeys.get(keyId) ?? [])]) s.end();
+  }
+
+  /** Ends the streams of keys revoked while the connection was away. */
+  private async endRevokedKeysStreams(): Promise<void> {
+    const client = this.client;
+    if (!client || this.ofKeys.size === 0) return;
+    try {
+      const { rows } = await client.query<{ id: number }>('SELECT id FROM api_keys WHERE id = ANY($1) AND revoked_at IS NOT NULL', [[...this.ofKeys.keys()]]);
+      for (const { id } of rows) this.endKeyStreams(id);
+    } catch (err) {
+      log.warn('could not check the live streams\' keys after a reconnect', { error: (err as Error).message });
+    }
+  }
+
   /** Wakes every stream, spread over up to MAX_WAKE_SPREAD_MS (1 ms per stream) so that their reads do not all come at once. */
   private wakeAll(): void {
     const spreadMs = Math.min(MAX_WAKE_SPREAD_MS, this.open);
@@ -161,4 +201,16 @@ export class ActionEventHub {
       for (const s of set) setTimeout(() => { if (!this.closed) s.wake(); }, Math.random() * spreadMs).unref();
     }
   }
+}
+
+function addTo<K>(map: Map<K, Set<EventSubscriber>>, key: K, subscriber: EventSubscriber): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(subscriber);
+}
+
+function removeFrom<K>(map: Map<K, Set<EventSubscriber>>, key: K, subscriber: EventSubscriber): void {
+  const set = map.get(key);
+  set?.delete(subscriber);
+  if (set?.size === 0) map.delete(key);
 }

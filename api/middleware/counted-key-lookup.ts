@@ -7,7 +7,9 @@ import type { CountedRequest } from './rate-limit';
 /**
  * Keys and their requests' places in their rate-limit windows, in one statement for any number of keys: each key is
  * found by the SHA-256 of its secret among the keys not revoked, and only a key found there counts its requests
- * ($3: how many, per key). The account's available sparks come along (a read, no lock). Rows are upserted in key id order, so two processes' statements lock them in the same order.
+ * ($3: how many, per key). The account's available sparks come along (a read, no lock). The first request of a key
+ * in a window (the one that makes the window's row) sets the key's `last_used_at`: the dashboard's "last used", to
+ * the window, for one write a minute per key. Rows are upserted in key id order, so two processes' statements lock them in the same order.
  * The window ($2: its length in seconds) is taken from the database's clock, the one clock every API process
  * shares: a host whose clock is off would otherwise count into a window of its own for part of every minute.
  */
@@ -23,7 +25,9 @@ const KEYS_AND_COUNTS = prepared('api_keys_and_rate_counts', `
     INSERT INTO rate_limit_windows AS w (key_id, window_start, count)
     SELECT id, floor(clock.now_seconds / $2)::bigint, n FROM api_key, clock ORDER BY id
     ON CONFLICT (key_id, window_start) DO UPDATE SET count = w.count + EXCLUDED.count
-    RETURNING key_id, count, window_start
+    RETURNING key_id, count, window_start, (xmax = 0) AS opened
+  ), used AS (
+    UPDATE api_keys k SET last_used_at = statement_timestamp() FROM counted WHERE counted.opened AND k.id = counted.key_id
   )
   SELECT api_key.key_hash, api_key.id, api_key.account_id, api_key.name, api_key.default_grouping, counted.count,
          counted.window_start::int AS window, clock.now_seconds, a.balance - a.held AS available

@@ -7,6 +7,7 @@
  *   sparks:grant --account ID --amount N [--json]
  *   pricing:set [--generation N] [--improvement N] [--video-5sec N] [--video-10sec N] [--json]
  *   pricing:show [--json]
+ *   user:invite --account ID --email EMAIL [--role owner|member] [--json]
  */
 import { parseArgs } from 'node:util';
 import { DataSource } from 'typeorm';
@@ -16,6 +17,8 @@ import { Pricing } from '../../src/db/entities';
 import { createAccount, createKey, grantToAccount, listKeys, OperatorError, revokeKey } from '../../src/accounts/accounts';
 import { readBalance } from '../../src/billing/sparks';
 import { readPriceList } from '../../src/billing/pricing';
+import { linkUrl } from '../../src/users/links';
+import { inviteUser, isEmail, ROLES, type Role, UnknownAccount } from '../../src/users/users';
 
 const USAGE = `usage: npm run --silent admin -- <command> [options]
   account:create --name NAME --sparks N [--json]
@@ -24,7 +27,8 @@ const USAGE = `usage: npm run --silent admin -- <command> [options]
   key:list --account ID [--json]
   sparks:grant --account ID --amount N [--json]
   pricing:set [--generation N] [--improvement N] [--video-5sec N] [--video-10sec N] [--json]
-  pricing:show [--json]`;
+  pricing:show [--json]
+  user:invite --account ID --email EMAIL [--role owner|member] [--json]`;
 
 class UsageError extends Error {}
 
@@ -96,6 +100,19 @@ async function run(db: DataSource, command: string, o: Record<string, string | b
       const prices = await readPriceList(db);
       return { json: prices, text: JSON.stringify(prices) };
     }
+    case 'user:invite': {
+      const accountId = count(str('account'), '--account')!;
+      const email = str('email');
+      if (!email || !isEmail(email)) throw new UsageError('--email must be an email address');
+      const role = (str('role') ?? 'owner') as Role;
+      if (!ROLES.includes(role)) throw new UsageError('--role must be owner or member');
+      const invited = await inviteUser(db, { accountId, email, role }).catch((err) => {
+        throw err instanceof UnknownAccount ? new OperatorError(err.message) : err;
+      });
+      if (invited === 'taken') throw new OperatorError(`${email} already has a user who can sign in (here or in another account)`);
+      const link = linkUrl(loadConfig().publicBaseUrl, invited.token);
+      return { json: { user_id: invited.userId, link }, text: `user ${invited.userId} invited as ${role}\none-time sign-in link (valid 7 days): ${link}` };
+    }
     default:
       throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
   }
@@ -111,6 +128,7 @@ async function main(): Promise<number> {
         name: { type: 'string' }, sparks: { type: 'string' }, account: { type: 'string' }, grouping: { type: 'string' },
         'key-id': { type: 'string' }, amount: { type: 'string' }, generation: { type: 'string' }, improvement: { type: 'string' },
         'video-5sec': { type: 'string' }, 'video-10sec': { type: 'string' }, json: { type: 'boolean' },
+        email: { type: 'string' }, role: { type: 'string' },
       },
     }));
   } catch (err) {

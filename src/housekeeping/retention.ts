@@ -15,6 +15,8 @@ export const RETENTION = {
   idempotencyKeySeconds: IDEMPOTENCY_WINDOW_SECONDS * 2,
   /** A finished (succeeded, failed or skipped) webhook delivery, shown by the deliveries list until then. */
   finishedDeliveryDays: 30,
+  /** A dashboard session that ended (signed out, expired, idle), and a one-time link used or expired, after this. */
+  endedSessionDays: 30,
 } as const;
 
 const BATCH = 5000;
@@ -29,7 +31,14 @@ async function deleteInBatches(db: DataSource, table: string, select: string, pa
   }
 }
 
-export interface PurgedRecords { idempotencyKeys: number; rateLimitWindows: number; deliveries: number }
+export interface PurgedRecords {
+  idempotencyKeys: number; rateLimitWindows: number; deliveries: number;
+  /** Dashboard sessions and one-time links ended or spent 30 days ago, and password-attempt windows that ended. */
+  sessions: number; links: number; passwordAttempts: number;
+}
+
+/** Windows of counted password attempts (src/users/password-attempts.ts). */
+export const PASSWORD_ATTEMPT_WINDOW_SECONDS = 15 * 60;
 
 export async function purgeExpiredRecords(db: DataSource): Promise<PurgedRecords> {
   const idempotencyKeys = await deleteInBatches(db, 'idempotency_keys',
@@ -40,5 +49,11 @@ export async function purgeExpiredRecords(db: DataSource): Promise<PurgedRecords
     'SELECT ctid FROM rate_limit_windows WHERE window_start < floor(extract(epoch FROM now()) / $1) - 2', [RATE_LIMIT_WINDOW_SECONDS]);
   const deliveries = await deleteInBatches(db, 'webhook_deliveries',
     `SELECT ctid FROM webhook_deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => $1)`, [RETENTION.finishedDeliveryDays]);
-  return { idempotencyKeys, rateLimitWindows, deliveries };
+  const sessions = await deleteInBatches(db, 'user_sessions',
+    'SELECT ctid FROM user_sessions WHERE coalesce(ended_at, expires_at) < now() - make_interval(days => $1)', [RETENTION.endedSessionDays]);
+  const links = await deleteInBatches(db, 'user_links',
+    'SELECT ctid FROM user_links WHERE coalesce(used_at, expires_at) < now() - make_interval(days => $1)', [RETENTION.endedSessionDays]);
+  const passwordAttempts = await deleteInBatches(db, 'password_attempts',
+    'SELECT ctid FROM password_attempts WHERE window_start < floor(extract(epoch FROM now()) / $1)', [PASSWORD_ATTEMPT_WINDOW_SECONDS]);
+  return { idempotencyKeys, rateLimitWindows, deliveries, sessions, links, passwordAttempts };
 }

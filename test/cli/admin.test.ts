@@ -7,6 +7,7 @@ import { openDatabase } from '../../src/db/data-source';
 import { readBalance } from '../../src/billing/sparks';
 import { testEnvironment } from '../support/environment';
 import { apiClient, assertMoneyConsistent, V1 } from '../support/fixtures';
+import { dashboardBrowser } from '../support/dashboard-client';
 import { Stack, startStack } from '../support/stack';
 
 /** The repository root (this file runs from dist/test/cli). */
@@ -99,5 +100,28 @@ describe('operator CLI', function () {
     assert.equal((await admin('no:such')).code, 2);
     assert.equal((await admin('key:revoke', '--key-id', '99999999')).code, 1);
     assert.equal((await admin('sparks:grant', '--account', '99999999', '--amount', '1')).code, 1);
+    assert.equal((await admin('user:invite', '--account', '99999999', '--email', 'x@example.com')).code, 1);
+    assert.equal((await admin('user:invite', '--account', '1', '--email', 'not an email')).code, 2);
+    assert.equal((await admin('user:invite', '--account', '1', '--email', 'x@example.com', '--role', 'admin')).code, 2);
+  });
+
+  it('user:invite --json prints {user_id, link}; the link signs the first owner in to the dashboard, once', async () => {
+    const account = JSON.parse((await npmAdmin('account:create', '--name', 'Dashboard', '--sparks', '5', '--json')).stdout);
+    const email = `owner-${Date.now()}@example.com`;
+    const { stdout } = await npmAdmin('user:invite', '--account', String(account.account_id), '--email', email, '--role', 'owner', '--json');
+    const invited = JSON.parse(stdout);
+    assert.deepEqual(Object.keys(invited).sort(), ['link', 'user_id']);
+    const link = new URL(invited.link);
+    assert.equal(link.pathname, '/dashboard/');
+    const token = /^#link=([A-Za-z0-9_-]{43})$/.exec(link.hash)?.[1];
+    assert.ok(token, invited.link);
+    const browser = dashboardBrowser(stack.baseUrl);
+    const redeemed = await browser.call('POST', '/links/redeem', { token, password: 'the first owner password' });
+    assert.deepEqual([redeemed.status, redeemed.body.user], [200, { id: invited.user_id, email, role: 'owner', account_id: account.account_id }]);
+    assert.equal((await dashboardBrowser(stack.baseUrl).call('POST', '/links/redeem', { token, password: 'someone else password' })).status, 400);
+    // Invited again once signed up: refused (exit 1), the user as it was.
+    const again = await admin('user:invite', '--account', String(account.account_id), '--email', email.toUpperCase());
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already has a user/);
   });
 });

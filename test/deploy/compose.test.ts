@@ -64,12 +64,12 @@ describe('docker-compose.yml', function () {
 });
 
 describe('Dockerfile', () => {
-  it('copies every folder the image build compiles, builds with tsconfig.build.json and runs what it builds', () => {
+  it('copies every folder the image build compiles (and the dashboard it builds), builds with tsconfig.build.json and runs what it builds', () => {
     const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
     const build = JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] };
     const copied = [...dockerfile.matchAll(/^COPY (\S+) \.\/\1$/gm)].map((m) => m[1]);
-    assert.deepEqual([...build.include].sort(), [...copied].sort());
-    assert.match(dockerfile, /^RUN npx tsc -p tsconfig\.build\.json/m);
+    assert.deepEqual([...build.include, 'web'].sort(), [...copied].sort());
+    assert.match(dockerfile, /^RUN npx tsc -p tsconfig\.build\.json && node dist\/ops\/build-web\.js/m);
     const entry = /^ENTRYPOINT \["node", "([^"]+)"\]/m.exec(dockerfile)![1];
     assert.ok(build.include.includes(entry.split('/')[1]), `${entry} is compiled by the image build`);
   });

@@ -23,7 +23,7 @@ describe('lint: the house rules fire on planted violations', function () {
     eslint = new ESLint({
       cwd: ROOT,
       // The planted files are not in tsconfig's program: the type-aware rules get them through the default project.
-      overrideConfig: { languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['*/planted.ts', '*/*/planted.ts'] } } } },
+      overrideConfig: { languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['*/planted.ts', '*/*/planted.ts'], maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16 } } } },
     });
   });
 
@@ -47,6 +47,16 @@ describe('lint: the house rules fire on planted violations', function () {
       rule: 'import-x/no-restricted-paths', file: 'activities/planted.ts',
       bad: `import { createApp } from '../api/app';\nexport const app = createApp;\n`,
       good: `import { sqlRow } from '../src/db/sql';\nexport const row = sqlRow;\n`,
+    },
+    {
+      rule: 'import-x/no-restricted-paths', file: 'web/src/planted.ts',
+      bad: `import { MAX_ACTIVE_KEYS } from '../../src/accounts/accounts';\nexport const max = MAX_ACTIVE_KEYS;\n`,
+      good: `import { API } from './api';\nexport const base = API;\n`,
+    },
+    {
+      rule: 'import-x/no-restricted-paths', file: 'api/dashboard/planted.ts',
+      bad: `import { API } from '../../web/src/api';\nexport const base = API;\n`,
+      good: `import { DASHBOARD_API_PREFIX } from './session-guard';\nexport const base = DASHBOARD_API_PREFIX;\n`,
     },
     {
       rule: 'import-x/no-restricted-paths', file: 'migrations/planted.ts',

@@ -1,0 +1,85 @@
+/**
+ * The account's API keys, managed only here (the contract has no key endpoint: a key must not change its own rights):
+ * list, create (the secret in that one answer), rename, switch `default_grouping`, revoke. A key of another account
+ * answers 404, as an unknown one does.
+ */
+import {
+  accountKeys, changeKey, createKey, MAX_ACTIVE_KEYS, revokeAccountKey, TooManyKeys,
+} from '../../src/accounts/accounts';
+import { notFound, ValidationFailed } from '../../src/errors';
+import type { Route } from '../route';
+import type { ApiServices } from '../services';
+import { dashboardRoute } from './session-guard';
+
+const GROUPINGS = ['api_key_inbox', 'legacy_per_request'];
+const keyIdPath = { type: 'object', required: ['key_id'], properties: { key_id: { type: 'integer', minimum: 1, maximum: 2147483647 } } };
+const name = { type: 'string', minLength: 1, maxLength: 100 };
+
+export const keySchema = {
+  type: 'object', required: ['id', 'name', 'prefix', 'default_grouping', 'created_at', 'last_used_at', 'revoked_at'],
+  properties: {
+    id: { type: 'integer' },
+    name: { type: 'string' },
+    prefix: { type: 'string', description: 'The first 8 characters of the key' },
+    default_grouping: { type: 'string', enum: GROUPINGS },
+    created_at: { type: 'string', format: 'date-time' },
+    last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'To the minute' },
+    revoked_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+};
+
+export function keyRoutes({ db }: ApiServices): Route[] {
+  return [
+    dashboardRoute({
+      method: 'get', path: '/keys', operationId: 'listKeys', access: 'member', summary: 'The account\'s keys, active first, newest first',
+      responses: { 200: { description: 'Keys', schema: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: keySchema } } } } },
+      async handle(ctx, { user }) {
+        ctx.body = { keys: await accountKeys(db, user.accountId) };
+      },
+    }),
+    dashboardRoute({
+      method: 'post', path: '/keys', operationId: 'createKey', access: 'member', summary: 'Create a key: its secret is in this answer only',
+      body: {
+        type: 'object', additionalProperties: false,
+        properties: { name, default_grouping: { type: 'string', enum: GROUPINGS, default: 'api_key_inbox' } },
+      },
+      responses: {
+        201: { description: 'Created', schema: { type: 'object', required: ['key', 'api_key'], properties: { key: keySchema, api_key: { type: 'string', pattern: '^ak_' } } } },
+        422: { description: `The account has ${MAX_ACTIVE_KEYS} active keys already (revoke one first)` },
+      },
+      async handle(ctx, { body, user }) {
+        let created;
+        try {
+          created = await createKey(db, user.accountId, body.name, body.default_grouping);
+        } catch (err) {
+          if (!(err instanceof TooManyKeys)) throw err;
+          throw new ValidationFailed([{ loc: ['body'], msg: `The account already has ${MAX_ACTIVE_KEYS} active keys; revoke one first`, type: 'maxItems' }]);
+        }
+        ctx.status = 201;
+        ctx.body = { key: created.key, api_key: created.apiKey };
+      },
+    }),
+    dashboardRoute({
+      method: 'patch', path: '/keys/{key_id}', operationId: 'changeKey', access: 'member', summary: 'Rename a key or switch its default_grouping',
+      params: keyIdPath,
+      body: { type: 'object', additionalProperties: false, minProperties: 1, properties: { name, default_grouping: { type: 'string', enum: GROUPINGS } } },
+      responses: { 200: { description: 'The key', schema: keySchema }, 404: { description: '`not_found`' } },
+      async handle(ctx, { params, body, user }) {
+        const key = await changeKey(db, user.accountId, params.key_id, { name: body.name, defaultGrouping: body.default_grouping });
+        if (!key) throw notFound(`Key ${params.key_id}`);
+        ctx.body = key;
+      },
+    }),
+    dashboardRoute({
+      method: 'post', path: '/keys/{key_id}/revoke', operationId: 'revokeKey', access: 'member',
+      summary: 'Revoke a key: every API process refuses it from its next request, and its live-progress streams end',
+      params: keyIdPath,
+      responses: { 200: { description: 'The key, revoked', schema: keySchema }, 404: { description: '`not_found`' } },
+      async handle(ctx, { params, user }) {
+        const key = await revokeAccountKey(db, user.accountId, params.key_id);
+        if (!key) throw notFound(`Key ${params.key_id}`);
+        ctx.body = key;
+      },
+    }),
+  ];
+}

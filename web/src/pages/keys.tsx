@@ -1,0 +1,140 @@
+/**
+ * API keys: the account's keys with their masked prefix, when made and last used, and their grouping; create one
+ * (its secret shown once, with a copy button), rename, switch the grouping, revoke after a confirmation.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, when } from '../api';
+import { CopyButton, ErrorNote } from './parts';
+
+export interface Key {
+  id: number; name: string; prefix: string; default_grouping: 'api_key_inbox' | 'legacy_per_request';
+  created_at: string; last_used_at: string | null; revoked_at: string | null;
+}
+
+const GROUPINGS = { api_key_inbox: 'One inbox project', legacy_per_request: 'A project per request' };
+
+export function KeysPage() {
+  const [keys, setKeys] = useState<Key[]>();
+  const [error, setError] = useState<string>();
+  const [secret, setSecret] = useState<{ name: string; value: string }>();
+  const [confirming, setConfirming] = useState<Key>();
+
+  const load = () => api<{ keys: Key[] }>('GET', '/keys').then((r) => setKeys(r.keys), report);
+  const report = (err: unknown) => setError(err instanceof ApiError ? err.message : 'The service could not be reached');
+  useEffect(() => { void load(); }, []);
+
+  async function create(event: Event) {
+    event.preventDefault();
+    const formElement = event.currentTarget as HTMLFormElement;
+    const form = new FormData(formElement);
+    setError(undefined);
+    try {
+      const name = String(form.get('name') || '') || undefined;
+      const created = await api<{ key: Key; api_key: string }>('POST', '/keys', { name, default_grouping: form.get('grouping') });
+      setSecret({ name: created.key.name, value: created.api_key });
+      formElement.reset();
+      await load();
+    } catch (err) {
+      report(err);
+    }
+  }
+
+  async function change(key: Key, patch: Partial<Pick<Key, 'name' | 'default_grouping'>>) {
+    setError(undefined);
+    try {
+      await api('PATCH', `/keys/${key.id}`, patch);
+    } catch (err) {
+      report(err);
+    }
+    await load(); // as it is, also after a refusal
+  }
+
+  async function revoke(key: Key) {
+    setConfirming(undefined);
+    setError(undefined);
+    try {
+      await api('POST', `/keys/${key.id}/revoke`);
+      await load();
+    } catch (err) {
+      report(err);
+    }
+  }
+
+  const active = keys?.filter((k) => !k.revoked_at) ?? [];
+  return (
+    <section>
+      <h1>API keys</h1>
+      <p class="muted">Keys call the API as this account. At most 10 are active; revoke one that leaked, it is refused at once.</p>
+      <ErrorNote message={error} />
+      {secret && (
+        <div class="card secret" role="status">
+          <h2>Your new key “{secret.name}”</h2>
+          <p>Copy it now: it is shown only this once.</p>
+          <code class="key">{secret.value}</code>
+          <div class="row"><CopyButton text={secret.value} label="Copy key" /><button type="button" class="link" onClick={() => setSecret(undefined)}>Done</button></div>
+        </div>
+      )}
+      <form class="card row wrap" onSubmit={create} aria-label="Create a key">
+        <label>Name<input name="name" maxLength={100} placeholder={`key ${active.length + 1}`} /></label>
+        <label>Ungrouped generations go to
+          <select name="grouping">{Object.entries(GROUPINGS).map(([v, label]) => <option value={v}>{label}</option>)}</select>
+        </label>
+        <button type="submit" disabled={active.length >= 10}>Create key</button>
+      </form>
+      {keys === undefined ? <p aria-busy="true">Loading…</p> : (
+        <table class="list">
+          <caption class="sr-only">API keys</caption>
+          <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Grouping</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+          <tbody>
+            {keys.map((key) => (
+              <tr key={key.id} class={key.revoked_at ? 'revoked' : undefined}>
+                <td data-label="Name">{key.revoked_at ? key.name : <EditableName value={key.name} onSave={(name) => change(key, { name })} />}</td>
+                <td data-label="Key"><code>{key.prefix}…</code></td>
+                <td data-label="Created">{when(key.created_at)}</td>
+                <td data-label="Last used">{key.last_used_at ? when(key.last_used_at) : 'Never'}</td>
+                <td data-label="Grouping">
+                  {key.revoked_at ? GROUPINGS[key.default_grouping] : (
+                    <select aria-label={`Grouping of ${key.name}`} value={key.default_grouping}
+                      onChange={(e) => change(key, { default_grouping: (e.currentTarget as HTMLSelectElement).value as Key['default_grouping'] })}>
+                      {Object.entries(GROUPINGS).map(([v, label]) => <option value={v}>{label}</option>)}
+                    </select>
+                  )}
+                </td>
+                <td>{key.revoked_at ? <span class="badge">Revoked {when(key.revoked_at)}</span>
+                  : <button type="button" class="danger" onClick={() => setConfirming(key)}>Revoke</button>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {confirming && (
+        <div class="dialog" role="alertdialog" aria-modal="true" aria-labelledby="revoke-title">
+          <div class="card narrow">
+            <h2 id="revoke-title">Revoke “{confirming.name}”?</h2>
+            <p>Every request with this key is refused from now on. This cannot be undone.</p>
+            <div class="row">
+              <button type="button" class="danger" onClick={() => revoke(confirming)}>Revoke key</button>
+              <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>Cancel</button>
+            </div>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function EditableName({ value, onSave }: { value: string; onSave: (name: string) => void }) {
+  const [editing, setEditing] = useState(false);
+  if (!editing) return <span class="row">{value}<button type="button" class="link" onClick={() => setEditing(true)} aria-label={`Rename ${value}`}>Rename</button></span>;
+  return (
+    <form class="row" onSubmit={(e) => {
+      e.preventDefault();
+      const name = String(new FormData(e.currentTarget as HTMLFormElement).get('name') ?? '').trim();
+      setEditing(false);
+      if (name && name !== value) onSave(name);
+    }}>
+      <input name="name" aria-label="New name" value={value} maxLength={100} required autoFocus />
+      <button type="submit" class="secondary">Save</button>
+    </form>
+  );
+}

@@ -1,0 +1,85 @@
+/** Members (owners only): the people of the account, invite someone, change a role, remove after a confirmation. */
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, type User, when } from '../api';
+import { ErrorNote } from './parts';
+
+interface Member { id: number; email: string; role: 'owner' | 'member'; active: boolean; created_at: string }
+
+export function MembersPage({ self }: { self: User }) {
+  const [members, setMembers] = useState<Member[]>();
+  const [error, setError] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const [confirming, setConfirming] = useState<Member>();
+  const report = (err: unknown) => setError(err instanceof ApiError ? err.message : 'The service could not be reached');
+  const load = () => api<{ members: Member[] }>('GET', '/members').then((r) => setMembers(r.members), report);
+  useEffect(() => { void load(); }, []);
+
+  /** Runs a change, then shows the list as it is (also after a refusal: a select shows the role kept). */
+  async function act(run: () => Promise<unknown>) {
+    setError(undefined);
+    try {
+      await run();
+    } catch (err) {
+      report(err);
+    }
+    await load();
+  }
+
+  async function invite(event: Event) {
+    event.preventDefault();
+    const formElement = event.currentTarget as HTMLFormElement;
+    const form = new FormData(formElement);
+    await act(async () => {
+      const answer = await api<{ message: string }>('POST', '/members', { email: form.get('email'), role: form.get('role') });
+      setNotice(answer.message);
+      formElement.reset();
+    });
+  }
+
+  return (
+    <section>
+      <h1>Members</h1>
+      <p class="muted">Owners manage everything, members too; members manage everything else.</p>
+      <ErrorNote message={error} />
+      {notice && <p role="status" class="notice">{notice}</p>}
+      <form class="card row wrap" onSubmit={invite} aria-label="Invite someone">
+        <label>Email<input name="email" type="email" required maxLength={254} /></label>
+        <label>Role<select name="role"><option value="member">Member</option><option value="owner">Owner</option></select></label>
+        <button type="submit">Send invitation</button>
+      </form>
+      {members === undefined ? <p aria-busy="true">Loading…</p> : (
+        <table class="list">
+          <caption class="sr-only">Members</caption>
+          <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+          <tbody>
+            {members.map((m) => (
+              <tr key={m.id}>
+                <td data-label="Email">{m.email}{!m.active && <span class="badge">invited</span>}</td>
+                <td data-label="Role">
+                  <select aria-label={`Role of ${m.email}`} value={m.role}
+                    onChange={(e) => act(() => api('PATCH', `/members/${m.id}`, { role: (e.currentTarget as HTMLSelectElement).value }))}>
+                    <option value="member">Member</option><option value="owner">Owner</option>
+                  </select>
+                </td>
+                <td data-label="Since">{when(m.created_at)}</td>
+                <td>{m.id !== self.id && <button type="button" class="danger" onClick={() => setConfirming(m)}>Remove</button>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {confirming && (
+        <div class="dialog" role="alertdialog" aria-modal="true" aria-labelledby="remove-title">
+          <div class="card narrow">
+            <h2 id="remove-title">Remove {confirming.email}?</h2>
+            <p>They are signed out at once and can no longer sign in to this account.</p>
+            <div class="row">
+              <button type="button" class="danger" onClick={() => { const m = confirming; setConfirming(undefined); void act(() => api('DELETE', `/members/${m.id}`)); }}>Remove</button>
+              <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>Cancel</button>
+            </div>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,47 @@
+import { useState } from 'preact/hooks';
+import { api, ApiError, type Session } from '../api';
+import { ErrorNote } from './parts';
+
+export function SignInPage({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+  const [error, setError] = useState<string>();
+  const [notice, setNotice] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const [resetting, setResetting] = useState(false);
+
+  async function submit(event: Event) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    setBusy(true);
+    setError(undefined);
+    try {
+      if (resetting) {
+        await api('POST', '/password-reset', { email: form.get('email') });
+        setNotice('If this email has a user, a reset link is on its way.');
+        setResetting(false);
+      } else {
+        onSignedIn(await api<Session>('POST', '/sign-in', { email: form.get('email'), password: form.get('password') }));
+      }
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : 'The service could not be reached');
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <main class="centered">
+      <form class="card narrow" onSubmit={submit}>
+        <h1>{resetting ? 'Reset your password' : 'Sign in'}</h1>
+        <p class="muted">Product imagery dashboard</p>
+        <label>Email<input name="email" type="email" autocomplete="username" required maxLength={254} /></label>
+        {!resetting && <label>Password<input name="password" type="password" autocomplete="current-password" required maxLength={200} /></label>}
+        <ErrorNote message={error} />
+        {notice && <p role="status" class="notice">{notice}</p>}
+        <button type="submit" disabled={busy}>{resetting ? 'Send a reset link' : 'Sign in'}</button>
+        <button type="button" class="link" onClick={() => { setResetting(!resetting); setError(undefined); }}>
+          {resetting ? 'Back to sign in' : 'Forgot your password?'}
+        </button>
+      </form>
+    </main>
+  );
+}
