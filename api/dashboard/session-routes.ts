@@ -137,7 +137,7 @@ export function sessionRoutes({ db, config }: ApiServices): Route[] {
       summary: 'Set the password through a one-time link (an invitation or a reset) and sign in',
       body: {
         type: 'object', required: ['token', 'password'], additionalProperties: false,
-        properties: { token: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' }, password },
+        properties: { token: { type: 'string', minLength: 43, maxLength: 43, pattern: '^[A-Za-z0-9_-]{43}$' }, password },
       },
       responses: {
         200: { description: 'The password is set, every earlier session ended; signed in', schema: sessionSchema },

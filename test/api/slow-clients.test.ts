@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ReadStream } from 'node:fs';
 import { routeGroups } from '../../api/app';
+import { DASHBOARD_API, dashboardHeaders, signedInUser } from '../support/dashboard-client';
 import { MIN_BODY_BYTES_PER_SECOND } from '../../api/middleware/body-pace';
 import { connectionsCheckingIntervalMs } from '../../api/server';
 import { loadConfig } from '../../src/config';
@@ -143,11 +144,14 @@ describe('slow clients', function () {
   it('cuts a body stalled or trickled on every route that takes one with 408 request_timeout, closes it, holds and charges nothing', async () => {
     const routes = routeGroups(stack.services).flatMap((g) => g.routes.map((r) => ({ ...r, fullPath: `${g.prefix}${r.path}` }))).filter((r) => r.body);
     assert.ok(routes.length >= 17, `${routes.length} routes take a body`);
+    // The dashboard's routes with a signed-in owner's session (they take no key), so that their bodies are read too.
+    const owner = dashboardHeaders(stack.baseUrl, (await signedInUser(stack.baseUrl, stack.db)).browser);
     const declared = 64 * 1024; // under every route's cap, so each is read (and reserved) rather than refused
     const start = async (route: (typeof routes)[number], how: 'stalled' | 'trickled') => {
       const wire = await connect(stack.baseUrl);
       const requestPath = route.fullPath.replace(/\{\w+\}/g, '1');
-      wire.socket.write(`${route.method.toUpperCase()} ${requestPath} HTTP/1.1\r\nHost: api\r\n${auth()}Content-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n{"x": "`);
+      const credentials = requestPath.startsWith(DASHBOARD_API) ? Object.entries(owner).map(([k, v]) => `${k}: ${v}\r\n`).join('') : auth();
+      wire.socket.write(`${route.method.toUpperCase()} ${requestPath} HTTP/1.1\r\nHost: api\r\n${credentials}Content-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n{"x": "`);
       if (how === 'stalled') wire.socket.write('a'.repeat(1024)); // then nothing
       else trickle(wire, 100, () => 'a'); // a byte every 100 ms: never idle for IDLE, far below the minimum rate
       return { name: `${how} ${route.method} ${requestPath}`, wire };

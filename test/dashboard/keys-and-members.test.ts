@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { MAX_ACTIVE_KEYS } from '../../src/accounts/accounts';
-import { signedInUser } from '../support/dashboard-client';
+import { routeGroups } from '../../api/app';
+import { DASHBOARD_API, signedInUser } from '../support/dashboard-client';
 import { apiClient, placeAction, V1 } from '../support/fixtures';
 import { openSse } from '../support/sse-client';
 import { Stack, startStack } from '../support/stack';
@@ -88,6 +89,10 @@ describe('dashboard keys and members', function () {
       assert.equal((await a.browser.call(method, path, body)).status, 403, `a member of A: ${method} ${path}`);
     }
     assert.equal((await b.browser.call('GET', '/session')).status, 200, 'B is untouched');
+    // Every dashboard route with an id is in this matrix: a new one fails here until it joins.
+    const withIds = routeGroups(stack.services).filter((g) => g.prefix === DASHBOARD_API)
+      .flatMap((g) => g.routes.filter((r) => r.params).map((r) => `${r.method.toUpperCase()} ${r.path}`));
+    assert.deepEqual(withIds.sort(), ['DELETE /members/{user_id}', 'PATCH /keys/{key_id}', 'PATCH /members/{user_id}', 'POST /keys/{key_id}/revoke']);
   });
 
   it('owners manage members: invite (the same answer for a taken email), change roles, remove (sessions end); never the last owner', async () => {

@@ -70,3 +70,8 @@ export async function signedInUser(
   if (redeemed.status !== 200) throw new Error(`redeem: ${redeemed.status} ${JSON.stringify(redeemed.body)}`);
   return { browser, accountId, userId: invited.userId, email, apiKey: account?.apiKey };
 }
+
+/** What a signed-in dashboard page sends with a request that changes something: its Origin, cookie and CSRF token. */
+export function dashboardHeaders(baseUrl: string, browser: DashboardBrowser): Record<string, string> {
+  return { Origin: baseUrl, Cookie: `imagery_session=${browser.cookie()}`, 'X-CSRF-Token': browser.csrfToken! };
+}

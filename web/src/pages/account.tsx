@@ -1,7 +1,7 @@
 /** The signed-in user's own settings: change the password, sign out everywhere. */
 import { useState } from 'preact/hooks';
-import { api, ApiError, type Session } from '../api';
-import { ErrorNote } from './parts';
+import { api, type Session } from '../api';
+import { ErrorNote, messageOf } from './parts';
 
 export function AccountPage({ onSession, onSignedOut }: { onSession: (s: Session) => void; onSignedOut: () => void }) {
   const [error, setError] = useState<string>();
@@ -18,7 +18,7 @@ export function AccountPage({ onSession, onSignedOut }: { onSession: (s: Session
       formElement.reset();
       setNotice('Password changed. Every other session of yours has ended.');
     } catch (err) {
-      setError(err instanceof ApiError ? err.message : 'The service could not be reached');
+      setError(messageOf(err));
     }
   }
 

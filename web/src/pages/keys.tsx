@@ -3,8 +3,8 @@
  * (its secret shown once, with a copy button), rename, switch the grouping, revoke after a confirmation.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, when } from '../api';
-import { CopyButton, ErrorNote } from './parts';
+import { api, when } from '../api';
+import { CopyButton, ErrorNote, messageOf } from './parts';
 
 export interface Key {
   id: number; name: string; prefix: string; default_grouping: 'api_key_inbox' | 'legacy_per_request';
@@ -20,7 +20,7 @@ export function KeysPage() {
   const [confirming, setConfirming] = useState<Key>();
 
   const load = () => api<{ keys: Key[] }>('GET', '/keys').then((r) => setKeys(r.keys), report);
-  const report = (err: unknown) => setError(err instanceof ApiError ? err.message : 'The service could not be reached');
+  const report = (err: unknown) => setError(messageOf(err));
   useEffect(() => { void load(); }, []);
 
   async function create(event: Event) {

@@ -1,25 +1,15 @@
-import { useState } from 'preact/hooks';
-import { api, ApiError, type Session } from '../api';
-import { ErrorNote } from './parts';
+import { api, type Session } from '../api';
+import { ErrorNote, useSubmission } from './parts';
 
 /** The page of a one-time link (an invitation or a reset): choose a password, then signed in. */
 export function LinkPage({ token, onSignedIn }: { token: string; onSignedIn: (session: Session) => void }) {
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { error, setError, busy, submit: run } = useSubmission();
 
-  async function submit(event: Event) {
+  function submit(event: Event) {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
     if (form.get('password') !== form.get('repeat')) return setError('The two passwords differ');
-    setBusy(true);
-    setError(undefined);
-    try {
-      onSignedIn(await api<Session>('POST', '/links/redeem', { token, password: form.get('password') }));
-    } catch (err) {
-      setError(err instanceof ApiError ? err.message : 'The service could not be reached');
-    } finally {
-      setBusy(false);
-    }
+    void run(async () => onSignedIn(await api<Session>('POST', '/links/redeem', { token, password: form.get('password') })));
   }
 
   return (

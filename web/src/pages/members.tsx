@@ -1,7 +1,7 @@
 /** Members (owners only): the people of the account, invite someone, change a role, remove after a confirmation. */
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type User, when } from '../api';
-import { ErrorNote } from './parts';
+import { api, type User, when } from '../api';
+import { ErrorNote, messageOf } from './parts';
 
 interface Member { id: number; email: string; role: 'owner' | 'member'; active: boolean; created_at: string }
 
@@ -10,7 +10,7 @@ export function MembersPage({ self }: { self: User }) {
   const [error, setError] = useState<string>();
   const [notice, setNotice] = useState<string>();
   const [confirming, setConfirming] = useState<Member>();
-  const report = (err: unknown) => setError(err instanceof ApiError ? err.message : 'The service could not be reached');
+  const report = (err: unknown) => setError(messageOf(err));
   const load = () => api<{ members: Member[] }>('GET', '/members').then((r) => setMembers(r.members), report);
   useEffect(() => { void load(); }, []);
 

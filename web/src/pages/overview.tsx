@@ -1,7 +1,7 @@
 /** Overview: the account's sparks (balance, available, held). */
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError } from '../api';
-import { ErrorNote } from './parts';
+import { api } from '../api';
+import { ErrorNote, messageOf } from './parts';
 
 interface Overview { balance: number; available: number; held: number }
 
@@ -9,7 +9,7 @@ export function OverviewPage() {
   const [overview, setOverview] = useState<Overview>();
   const [error, setError] = useState<string>();
   useEffect(() => {
-    api<Overview>('GET', '/overview').then(setOverview, (err) => setError(err instanceof ApiError ? err.message : 'The service could not be reached'));
+    api<Overview>('GET', '/overview').then(setOverview, (err) => setError(messageOf(err)));
   }, []);
   return (
     <section>

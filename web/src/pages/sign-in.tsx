@@ -1,31 +1,21 @@
 import { useState } from 'preact/hooks';
-import { api, ApiError, type Session } from '../api';
-import { ErrorNote } from './parts';
+import { api, type Session } from '../api';
+import { ErrorNote, useSubmission } from './parts';
 
 export function SignInPage({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
-  const [error, setError] = useState<string>();
+  const { error, setError, busy, submit: run } = useSubmission();
   const [notice, setNotice] = useState<string>();
-  const [busy, setBusy] = useState(false);
   const [resetting, setResetting] = useState(false);
 
-  async function submit(event: Event) {
+  function submit(event: Event) {
     event.preventDefault();
     const form = new FormData(event.currentTarget as HTMLFormElement);
-    setBusy(true);
-    setError(undefined);
-    try {
-      if (resetting) {
-        await api('POST', '/password-reset', { email: form.get('email') });
-        setNotice('If this email has a user, a reset link is on its way.');
-        setResetting(false);
-      } else {
-        onSignedIn(await api<Session>('POST', '/sign-in', { email: form.get('email'), password: form.get('password') }));
-      }
-    } catch (err) {
-      setError(err instanceof ApiError ? err.message : 'The service could not be reached');
-    } finally {
-      setBusy(false);
-    }
+    void run(async () => {
+      if (!resetting) return onSignedIn(await api<Session>('POST', '/sign-in', { email: form.get('email'), password: form.get('password') }));
+      await api('POST', '/password-reset', { email: form.get('email') });
+      setNotice('If this email has a user, a reset link is on its way.');
+      setResetting(false);
+    });
   }
 
   return (
