@@ -14,7 +14,7 @@ import { errorHandler } from './middleware/error-handler';
 import { findUnstorable, jsonBody } from './middleware/json-body';
 import { ValidationFailed } from '../src/errors';
 import { rateLimit } from './middleware/rate-limit';
-import { DEFAULT_DASHBOARD_SETTINGS, DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
+import { DEFAULT_HTTP_IDLE_TIMEOUT_SECONDS } from '../src/config';
 import { requestId } from './middleware/request-id';
 import { traceRequest } from './middleware/trace-request';
 import { tracingOn } from '../src/telemetry/spans';
@@ -38,7 +38,7 @@ import { keyRoutes } from './dashboard/key-routes';
 import { memberRoutes } from './dashboard/member-routes';
 import { overviewRoutes } from './dashboard/overview-routes';
 import { serveDashboardPages } from './dashboard/pages';
-import { DASHBOARD_API_PREFIX, dashboardSessionGuard } from './dashboard/session-guard';
+import { DASHBOARD_API_PREFIX, dashboardSessionGuard, dashboardSettings } from './dashboard/session-guard';
 import { sessionRoutes } from './dashboard/session-routes';
 import { compileValidator } from './validation';
 
@@ -57,7 +57,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
     },
     { prefix: V2_PREFIX, authenticated: true, documented: true, routes: jobRoutes(services) },
     // The dashboard's own routes: a user session (api/dashboard/session-guard.ts), never an API key, not in the OpenAPI document.
-    ...((services.config.dashboard ?? DEFAULT_DASHBOARD_SETTINGS).enabled ? [{
+    ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
       routes: [...sessionRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services)],
     }] : []),
@@ -130,7 +130,7 @@ export function createApp(services: ApiServices): Koa {
   app.use(errorHandler());
   app.use(serveAssets(services));
   for (const group of groups.filter((g) => g.authenticated)) app.use(underPrefix(group.prefix, guard));
-  if ((services.config.dashboard ?? DEFAULT_DASHBOARD_SETTINGS).enabled) {
+  if (dashboardSettings(services.config).enabled) {
     app.use(serveDashboardPages(path.join(__dirname, '..', 'web'))); // dist/web, next to dist/api
     app.use(underPrefix(DASHBOARD_API_PREFIX, dashboardSessionGuard(services)));
   }

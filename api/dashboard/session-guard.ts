@@ -36,6 +36,7 @@ export function dashboardSessionGuard({ db, config }: ApiServices): Middleware {
   const publicOrigin = new URL(config.publicBaseUrl).origin;
   const secure = config.publicBaseUrl.startsWith('https:');
   const cookie = sessionCookie(secure);
+  const settings = dashboardSettings(config);
   return async (ctx, next) => {
     ctx.set('Cache-Control', 'no-store');
     if (secure) ctx.cookies.secure = true; // behind a TLS-terminating proxy the hop to us may be plain HTTP
@@ -46,15 +47,13 @@ export function dashboardSessionGuard({ db, config }: ApiServices): Middleware {
       if (!origin || (origin !== publicOrigin && origin !== `${ctx.protocol}://${ctx.get('Host')}`)) throw csrfRefused();
     }
     const token = ctx.cookies.get(cookie.name);
-    ctx.state.session = token && /^[A-Za-z0-9_-]{43}$/.test(token) ? await sessionOf(db, token, lifetimes(config.dashboard)) : undefined;
+    ctx.state.session = token && /^[A-Za-z0-9_-]{43}$/.test(token) ? await sessionOf(db, token, settings) : undefined;
     await next();
   };
 }
 
-/** The session lifetimes of the API's settings. */
-export const lifetimes = (settings: ApiServices['config']['dashboard'] = DEFAULT_DASHBOARD_SETTINGS) => ({
-  idleSeconds: settings.sessionIdleSeconds, absoluteSeconds: settings.sessionAbsoluteSeconds,
-});
+/** The dashboard's settings of the API (DEFAULT_DASHBOARD_SETTINGS where the services leave them out). */
+export const dashboardSettings = (config: ApiServices['config']) => config.dashboard ?? DEFAULT_DASHBOARD_SETTINGS;
 
 /** Sets the session cookie (HttpOnly, SameSite=Lax, Secure on an https base URL; a session cookie of the browser). */
 export function setSessionCookie(ctx: Context, token: string, secure: boolean): void {

@@ -8,13 +8,12 @@ import { log } from '../../src/log';
 import { createResetLink, linkUrl, redeemLink, setPassword } from '../../src/users/links';
 import { giveBackAttempt, takeAttempt } from '../../src/users/password-attempts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordMatches, PasswordWorkBusy } from '../../src/users/passwords';
-import { endSession, endUserSessions, sessionOf, startSession, type SessionUser } from '../../src/users/sessions';
+import { endSession, endUserSessions, type StartedSession, startSession, type SessionUser } from '../../src/users/sessions';
 import { signIn } from '../../src/users/sign-in';
 import { passwordHashOf } from '../../src/users/users';
-import { DEFAULT_DASHBOARD_SETTINGS } from '../../src/config';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
-import { clearSessionCookie, clientAddress, dashboardRoute, lifetimes, setSessionCookie } from './session-guard';
+import { clearSessionCookie, clientAddress, dashboardRoute, dashboardSettings, setSessionCookie } from './session-guard';
 
 /** Wrong current passwords a user may give to a password change per 15 minutes. */
 const PASSWORD_CHANGE_ATTEMPTS = 10;
@@ -46,22 +45,19 @@ const userSchema = {
 };
 const sessionSchema = { type: 'object', required: ['user', 'csrf_token'], properties: { user: userSchema, csrf_token: { type: 'string' } } };
 
-export const sessionView = (user: Pick<SessionUser, 'userId' | 'email' | 'role' | 'accountId' | 'csrfToken'>) => ({
+export const sessionView = (user: SessionUser) => ({
   user: { id: user.userId, email: user.email, role: user.role, account_id: user.accountId },
   csrf_token: user.csrfToken,
 });
 
 export function sessionRoutes({ db, config }: ApiServices): Route[] {
   const secure = config.publicBaseUrl.startsWith('https:');
-  const sessionLifetimes = lifetimes(config.dashboard);
-  const proxyHops = (config.dashboard ?? DEFAULT_DASHBOARD_SETTINGS).trustedProxyHops;
+  const settings = dashboardSettings(config);
 
-  /** Starts a session for the user and answers it as GET /session does (the cookie set, a token never seen before). */
-  async function signedIn(ctx: Context, token: string) {
-    const user = await sessionOf(db, token, sessionLifetimes);
-    if (!user) throw new AppError(401, 'invalid_credentials', 'The email or password is wrong');
-    setSessionCookie(ctx, token, secure);
-    ctx.body = sessionView(user);
+  /** Answers a session just started as GET /session does, its cookie set (a token never seen before). */
+  function signedIn(ctx: Context, session: StartedSession) {
+    setSessionCookie(ctx, session.token, secure);
+    ctx.body = sessionView(session.user);
   }
 
   return [
@@ -74,13 +70,13 @@ export function sessionRoutes({ db, config }: ApiServices): Route[] {
         429: { description: '`too_many_attempts`: too many wrong passwords for this email or from this address; `Retry-After`' },
       },
       async handle(ctx, { body }) {
-        const outcome = await passwordWork(() => signIn(db, { email: body.email, password: body.password, address: clientAddress(ctx, proxyHops) }, sessionLifetimes));
+        const outcome = await passwordWork(() => signIn(db, { email: body.email, password: body.password, address: clientAddress(ctx, settings.trustedProxyHops) }, settings));
         if (outcome.outcome === 'throttled') throw tooManyAttempts(outcome.retryAfterSeconds);
         if (outcome.outcome === 'refused') throw new AppError(401, 'invalid_credentials', 'The email or password is wrong');
         // Whatever session the browser held before is ended: a token planted before sign-in is never honoured after.
         const before = ctx.state.session as SessionUser | undefined;
         if (before) await endSession(db, before.sessionId);
-        await signedIn(ctx, outcome.session.token);
+        signedIn(ctx, outcome.session);
       },
     }),
     dashboardRoute({
@@ -127,9 +123,9 @@ export function sessionRoutes({ db, config }: ApiServices): Route[] {
         const hash = await passwordWork(() => hashPassword(body.new_password));
         const session = await db.transaction(async (m) => {
           await setPassword(m, user.userId, hash); // every link spent, every session ended
-          return startSession(m, user.userId, sessionLifetimes);
+          return startSession(m, user.userId, settings);
         });
-        await signedIn(ctx, session.token);
+        signedIn(ctx, session);
       },
     }),
     dashboardRoute({
@@ -146,8 +142,8 @@ export function sessionRoutes({ db, config }: ApiServices): Route[] {
       async handle(ctx, { body }) {
         const redeemed = await passwordWork(() => redeemLink(db, body.token, body.password));
         if (!redeemed) throw new AppError(400, 'invalid_link', 'This link is unknown, used or expired; ask for a new one');
-        const session = await startSession(db.manager, redeemed.userId, sessionLifetimes);
-        await signedIn(ctx, session.token);
+        const session = await startSession(db.manager, redeemed.userId, settings);
+        signedIn(ctx, session);
       },
     }),
     dashboardRoute({
@@ -158,7 +154,7 @@ export function sessionRoutes({ db, config }: ApiServices): Route[] {
       async handle(ctx, { body }) {
         // Past its limits a request is answered the same, and nothing is sent.
         const throttled = await takeAttempt(db, [
-          { subject: `reset:${body.email.toLowerCase()}`, limit: RESETS_PER_EMAIL }, { subject: `reset-address:${clientAddress(ctx, proxyHops)}`, limit: RESETS_PER_ADDRESS },
+          { subject: `reset:${body.email.toLowerCase()}`, limit: RESETS_PER_EMAIL }, { subject: `reset-address:${clientAddress(ctx, settings.trustedProxyHops)}`, limit: RESETS_PER_ADDRESS },
         ]);
         const reset = throttled === undefined ? await createResetLink(db, body.email) : undefined;
         if (reset) {

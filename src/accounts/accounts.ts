@@ -76,13 +76,9 @@ async function insertKey(
 ): Promise<CreatedKey> {
   const apiKey = generateApiKey();
   const row = await repo.save(repo.create({
-    accountId, name, keyHash: hashApiKey(apiKey), prefix: apiKey.slice(0, 8), defaultGrouping: grouping, revokedAt: null,
+    accountId, name, keyHash: hashApiKey(apiKey), prefix: apiKey.slice(0, 8), defaultGrouping: grouping, revokedAt: null, lastUsedAt: null,
   }));
-  const key: KeyView = {
-    id: row.id, name: row.name, prefix: row.prefix, default_grouping: row.defaultGrouping, created_at: row.createdAt.toISOString(),
-    last_used_at: null, revoked_at: null,
-  };
-  return { keyId: row.id, apiKey, key };
+  return { keyId: row.id, apiKey, key: keyView(row) };
 }
 
 export async function revokeKey(db: DataSource, keyId: number): Promise<void> {
@@ -93,12 +89,13 @@ export async function revokeKey(db: DataSource, keyId: number): Promise<void> {
   }
 }
 
+/** The account's keys for the operator's `key:list`, oldest first. */
 export async function listKeys(db: DataSource, accountId: number) {
   const keys = await db.getRepository(ApiKey).find({ where: { accountId }, order: { id: 'ASC' } });
-  return keys.map((k) => ({
-    key_id: k.id, name: k.name, prefix: k.prefix, default_grouping: k.defaultGrouping,
-    created_at: k.createdAt.toISOString(), revoked_at: k.revokedAt?.toISOString() ?? null,
-  }));
+  return keys.map((k) => {
+    const { id, created_at, prefix, name, default_grouping, revoked_at } = keyView(k);
+    return { key_id: id, name, prefix, default_grouping, created_at, revoked_at };
+  });
 }
 
 /** A key as its account's dashboard shows it (the secret is never stored; `prefix` is its first 8 characters). */
@@ -112,31 +109,31 @@ export interface KeyView {
   revoked_at: string | null;
 }
 
-const KEY_VIEW = `id, name, prefix, default_grouping, created_at, last_used_at, revoked_at`;
-const keyView = (row: Omit<KeyView, 'created_at' | 'last_used_at' | 'revoked_at'> & { created_at: Date; last_used_at: Date | null; revoked_at: Date | null }): KeyView => ({
-  ...row, created_at: row.created_at.toISOString(), last_used_at: row.last_used_at?.toISOString() ?? null, revoked_at: row.revoked_at?.toISOString() ?? null,
+export const keyView = (k: ApiKey): KeyView => ({
+  id: k.id, name: k.name, prefix: k.prefix, default_grouping: k.defaultGrouping, created_at: k.createdAt.toISOString(),
+  last_used_at: k.lastUsedAt?.toISOString() ?? null, revoked_at: k.revokedAt?.toISOString() ?? null,
 });
 
 /** The account's keys, active first, newest first. */
 export async function accountKeys(db: DataSource, accountId: number): Promise<KeyView[]> {
-  const rows = await sqlRows(db.manager, `SELECT ${KEY_VIEW} FROM api_keys WHERE account_id = $1 ORDER BY revoked_at IS NOT NULL, created_at DESC, id DESC`, [accountId]);
-  return rows.map((r) => keyView(r as Parameters<typeof keyView>[0]));
+  const keys = await db.getRepository(ApiKey).createQueryBuilder('k').where('k.accountId = :accountId', { accountId })
+    .orderBy('k.revokedAt IS NOT NULL').addOrderBy('k.createdAt', 'DESC').addOrderBy('k.id', 'DESC').getMany();
+  return keys.map(keyView);
 }
 
 export async function accountKey(db: DataSource, accountId: number, keyId: number): Promise<KeyView | undefined> {
-  const row = await sqlRow(db.manager, `SELECT ${KEY_VIEW} FROM api_keys WHERE id = $1 AND account_id = $2`, [keyId, accountId]);
-  return row && keyView(row as Parameters<typeof keyView>[0]);
+  const key = await db.getRepository(ApiKey).findOneBy({ id: keyId, accountId });
+  return key ? keyView(key) : undefined;
 }
 
 /** Renames a key or switches its `default_grouping` (a revoked key stays as it was); undefined when not the account's. */
 export async function changeKey(
   db: DataSource, accountId: number, keyId: number, change: { name?: string; defaultGrouping?: DefaultGrouping },
 ): Promise<KeyView | undefined> {
-  const row = await sqlRow(db.manager, `
+  await db.query(`
     UPDATE api_keys SET name = coalesce($3, name), default_grouping = coalesce($4, default_grouping), updated_at = now()
-     WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL
-    RETURNING ${KEY_VIEW}`, [keyId, accountId, change.name ?? null, change.defaultGrouping ?? null]);
-  return row ? keyView(row as Parameters<typeof keyView>[0]) : accountKey(db, accountId, keyId);
+     WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL`, [keyId, accountId, change.name ?? null, change.defaultGrouping ?? null]);
+  return accountKey(db, accountId, keyId);
 }
 
 /** Revokes a key of the account (again: no change); undefined when not the account's. */

@@ -14,7 +14,7 @@ export const FAILURES_PER_EMAIL = 10;
 export const FAILURES_PER_ADDRESS = 100;
 
 export type SignInOutcome =
-  | { outcome: 'signed-in'; session: StartedSession; userId: number }
+  | { outcome: 'signed-in'; session: StartedSession }
   | { outcome: 'refused' }
   | { outcome: 'throttled'; retryAfterSeconds: number };
 
@@ -31,6 +31,5 @@ export async function signIn(
   const matches = await passwordMatches(user?.password_hash, input.password); // a decoy verification for no user
   if (!user || !matches) return { outcome: 'refused' };
   await giveBackAttempt(db, subjects);
-  const session = await startSession(db.manager, user.id, lifetimes);
-  return { outcome: 'signed-in', session, userId: user.id };
+  return { outcome: 'signed-in', session: await startSession(db.manager, user.id, lifetimes) };
 }

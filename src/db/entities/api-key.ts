@@ -25,4 +25,8 @@ export class ApiKey extends BaseRecord {
 
   @Column({ name: 'revoked_at', type: 'timestamptz', nullable: true })
   revokedAt: Date | null;
+
+  /** The first request of each rate-limit window sets it (api/middleware/counted-key-lookup.ts). Migration: DashboardUsers. */
+  @Column({ name: 'last_used_at', type: 'timestamptz', nullable: true })
+  lastUsedAt: Date | null;
 }

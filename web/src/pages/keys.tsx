@@ -4,7 +4,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, when } from '../api';
-import { CopyButton, ErrorNote, messageOf } from './parts';
+import { ConfirmDialog, CopyButton, ErrorNote, useChanges } from './parts';
 
 export interface Key {
   id: number; name: string; prefix: string; default_grouping: 'api_key_inbox' | 'legacy_per_request';
@@ -15,50 +15,28 @@ const GROUPINGS = { api_key_inbox: 'One inbox project', legacy_per_request: 'A p
 
 export function KeysPage() {
   const [keys, setKeys] = useState<Key[]>();
-  const [error, setError] = useState<string>();
   const [secret, setSecret] = useState<{ name: string; value: string }>();
   const [confirming, setConfirming] = useState<Key>();
+  const { error, change } = useChanges(() => api<{ keys: Key[] }>('GET', '/keys').then((r) => setKeys(r.keys)));
+  useEffect(() => { void change(async () => undefined); }, []);
 
-  const load = () => api<{ keys: Key[] }>('GET', '/keys').then((r) => setKeys(r.keys), report);
-  const report = (err: unknown) => setError(messageOf(err));
-  useEffect(() => { void load(); }, []);
-
-  async function create(event: Event) {
+  function create(event: Event) {
     event.preventDefault();
     const formElement = event.currentTarget as HTMLFormElement;
     const form = new FormData(formElement);
-    setError(undefined);
-    try {
+    void change(async () => {
       const name = String(form.get('name') || '') || undefined;
       const created = await api<{ key: Key; api_key: string }>('POST', '/keys', { name, default_grouping: form.get('grouping') });
       setSecret({ name: created.key.name, value: created.api_key });
       formElement.reset();
-      await load();
-    } catch (err) {
-      report(err);
-    }
+    });
   }
 
-  async function change(key: Key, patch: Partial<Pick<Key, 'name' | 'default_grouping'>>) {
-    setError(undefined);
-    try {
-      await api('PATCH', `/keys/${key.id}`, patch);
-    } catch (err) {
-      report(err);
-    }
-    await load(); // as it is, also after a refusal
-  }
-
-  async function revoke(key: Key) {
+  const edit = (key: Key, patch: Partial<Pick<Key, 'name' | 'default_grouping'>>) => change(() => api('PATCH', `/keys/${key.id}`, patch));
+  const revoke = (key: Key) => {
     setConfirming(undefined);
-    setError(undefined);
-    try {
-      await api('POST', `/keys/${key.id}/revoke`);
-      await load();
-    } catch (err) {
-      report(err);
-    }
-  }
+    void change(() => api('POST', `/keys/${key.id}/revoke`));
+  };
 
   const active = keys?.filter((k) => !k.revoked_at) ?? [];
   return (
@@ -88,14 +66,14 @@ export function KeysPage() {
           <tbody>
             {keys.map((key) => (
               <tr key={key.id} class={key.revoked_at ? 'revoked' : undefined}>
-                <td data-label="Name">{key.revoked_at ? key.name : <EditableName value={key.name} onSave={(name) => change(key, { name })} />}</td>
+                <td data-label="Name">{key.revoked_at ? key.name : <EditableName value={key.name} onSave={(name) => edit(key, { name })} />}</td>
                 <td data-label="Key"><code>{key.prefix}…</code></td>
                 <td data-label="Created">{when(key.created_at)}</td>
                 <td data-label="Last used">{key.last_used_at ? when(key.last_used_at) : 'Never'}</td>
                 <td data-label="Grouping">
                   {key.revoked_at ? GROUPINGS[key.default_grouping] : (
                     <select aria-label={`Grouping of ${key.name}`} value={key.default_grouping}
-                      onChange={(e) => change(key, { default_grouping: (e.currentTarget as HTMLSelectElement).value as Key['default_grouping'] })}>
+                      onChange={(e) => edit(key, { default_grouping: (e.currentTarget as HTMLSelectElement).value as Key['default_grouping'] })}>
                       {Object.entries(GROUPINGS).map(([v, label]) => <option value={v}>{label}</option>)}
                     </select>
                   )}
@@ -108,16 +86,9 @@ export function KeysPage() {
         </table>
       )}
       {confirming && (
-        <div class="dialog" role="alertdialog" aria-modal="true" aria-labelledby="revoke-title">
-          <div class="card narrow">
-            <h2 id="revoke-title">Revoke “{confirming.name}”?</h2>
-            <p>Every request with this key is refused from now on. This cannot be undone.</p>
-            <div class="row">
-              <button type="button" class="danger" onClick={() => revoke(confirming)}>Revoke key</button>
-              <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>Cancel</button>
-            </div>
-          </div>
-        </div>
+        <ConfirmDialog title={`Revoke “${confirming.name}”?`} confirm="Revoke key" onConfirm={() => revoke(confirming)} onCancel={() => setConfirming(undefined)}>
+          Every request with this key is refused from now on. This cannot be undone.
+        </ConfirmDialog>
       )}
     </section>
   );

@@ -1,29 +1,16 @@
 /** Members (owners only): the people of the account, invite someone, change a role, remove after a confirmation. */
 import { useEffect, useState } from 'preact/hooks';
 import { api, type User, when } from '../api';
-import { ErrorNote, messageOf } from './parts';
+import { ConfirmDialog, ErrorNote, useChanges } from './parts';
 
 interface Member { id: number; email: string; role: 'owner' | 'member'; active: boolean; created_at: string }
 
 export function MembersPage({ self }: { self: User }) {
   const [members, setMembers] = useState<Member[]>();
-  const [error, setError] = useState<string>();
   const [notice, setNotice] = useState<string>();
   const [confirming, setConfirming] = useState<Member>();
-  const report = (err: unknown) => setError(messageOf(err));
-  const load = () => api<{ members: Member[] }>('GET', '/members').then((r) => setMembers(r.members), report);
-  useEffect(() => { void load(); }, []);
-
-  /** Runs a change, then shows the list as it is (also after a refusal: a select shows the role kept). */
-  async function act(run: () => Promise<unknown>) {
-    setError(undefined);
-    try {
-      await run();
-    } catch (err) {
-      report(err);
-    }
-    await load();
-  }
+  const { error, change: act } = useChanges(() => api<{ members: Member[] }>('GET', '/members').then((r) => setMembers(r.members)));
+  useEffect(() => { void act(async () => undefined); }, []);
 
   async function invite(event: Event) {
     event.preventDefault();
@@ -69,16 +56,10 @@ export function MembersPage({ self }: { self: User }) {
         </table>
       )}
       {confirming && (
-        <div class="dialog" role="alertdialog" aria-modal="true" aria-labelledby="remove-title">
-          <div class="card narrow">
-            <h2 id="remove-title">Remove {confirming.email}?</h2>
-            <p>They are signed out at once and can no longer sign in to this account.</p>
-            <div class="row">
-              <button type="button" class="danger" onClick={() => { const m = confirming; setConfirming(undefined); void act(() => api('DELETE', `/members/${m.id}`)); }}>Remove</button>
-              <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>Cancel</button>
-            </div>
-          </div>
-        </div>
+        <ConfirmDialog title={`Remove ${confirming.email}?`} confirm="Remove" onCancel={() => setConfirming(undefined)}
+          onConfirm={() => { const m = confirming; setConfirming(undefined); void act(() => api('DELETE', `/members/${m.id}`)); }}>
+          They are signed out at once and can no longer sign in to this account.
+        </ConfirmDialog>
       )}
     </section>
   );

@@ -5,6 +5,24 @@ import { ApiError } from '../api';
 /** What to show for a failed call: the service's message, or that it could not be reached. */
 export const messageOf = (err: unknown) => (err instanceof ApiError ? err.message : 'The service could not be reached');
 
+/**
+ * Changes to a list on the page: each run with its failure's message kept to show, then the list loaded again as it
+ * now is (after a refusal too, so that a control shows what was kept). `change(async () => {})` just loads it.
+ */
+export function useChanges(load: () => Promise<unknown>) {
+  const [error, setError] = useState<string>();
+  async function change(run: () => Promise<unknown>) {
+    setError(undefined);
+    try {
+      await run();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+    await load().catch((err: unknown) => setError(messageOf(err)));
+  }
+  return { error, change };
+}
+
 /** A form's submission: busy while it runs, its failure's message kept to show. */
 export function useSubmission() {
   const [error, setError] = useState<string>();
@@ -36,5 +54,23 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
       setCopied(true);
       setTimeout(() => setCopied(false), 2000);
     }}>{copied ? 'Copied' : label}</button>
+  );
+}
+
+/** A confirmation over the page: what will happen, the button that does it, and Cancel. */
+export function ConfirmDialog({ title, children, confirm, onConfirm, onCancel }: {
+  title: string; children: preact.ComponentChildren; confirm: string; onConfirm: () => void; onCancel: () => void;
+}) {
+  return (
+    <div class="dialog" role="alertdialog" aria-modal="true" aria-labelledby="dialog-title">
+      <div class="card narrow">
+        <h2 id="dialog-title">{title}</h2>
+        <p>{children}</p>
+        <div class="row">
+          <button type="button" class="danger" onClick={onConfirm}>{confirm}</button>
+          <button type="button" class="secondary" onClick={onCancel}>Cancel</button>
+        </div>
+      </div>
+    </div>
   );
 }
