@@ -10,7 +10,7 @@
  */
 import type { Context, Middleware } from 'koa';
 import { DEFAULT_DASHBOARD_SETTINGS } from '../../src/config';
-import { AppError } from '../../src/errors';
+import { AppError, notFound } from '../../src/errors';
 import type { SessionUser } from '../../src/users/sessions';
 import { sessionOf } from '../../src/users/sessions';
 import { sameToken } from '../../src/users/secret-tokens';
@@ -104,4 +104,16 @@ export function dashboardRoute(route: DashboardRoute): Route {
     },
     handle: (ctx, input) => route.handle(ctx, { ...input, user: ctx.state.session as SessionUser }),
   };
+}
+
+/**
+ * The dashboard answers 404 for what belongs to another account, as for what does not exist (the public API's
+ * use cases answer the contract's 403 `forbidden`): a signed-in user learns nothing of other accounts' ids.
+ */
+export async function hidingOtherAccounts<T>(work: Promise<T>, what: string): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw err instanceof AppError && err.status === 403 && err.code === 'forbidden' ? notFound(what) : err;
+  }
 }

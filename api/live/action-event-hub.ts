@@ -6,8 +6,12 @@
  * to 5 s so that ten thousand streams do not query at once. The connection has the pool's settings (TCP keepalive
  * after 10 s), so a database that vanished is noticed without a query.
  *
- * The hub also keeps the process's stream limits (`LiveStreamLimits`): streams per API key, streams in all, and how
- * long one stream lives. And it ends a key's streams when the key is revoked: told on the same connection
+ * The dashboard's overview follows a whole account (`subscribeAccount`): the actions announced are gathered for
+ * ACCOUNT_WAKE_MS and their accounts read in one statement on the same connection, however many accounts are followed,
+ * and then each followed account that moved is woken once.
+ *
+ * The hub also keeps the process's stream limits (`LiveStreamLimits`): streams per API key (and per dashboard user),
+ * streams in all, and how long one stream lives. And it ends a key's streams when the key is revoked: told on the same connection
  * (`KEY_REVOKED_CHANNEL`), and, after a reconnect, by asking which keys of the open streams were revoked meanwhile.
  */
 import { Client } from 'pg';
@@ -25,6 +29,8 @@ const STREAMS_BUSY_RETRY_AFTER_SECONDS = 5;
 /** After a reconnect, the streams' catch-up reads are spread over this long at most (1 ms per stream). */
 const MAX_WAKE_SPREAD_MS = 5_000;
 const RETRY_MS = { first: 1_000, max: 30_000 };
+/** Actions announced within this long are resolved to their accounts together, for the streams that follow accounts. */
+const ACCOUNT_WAKE_MS = 250;
 
 /** What a stream asks of the hub: to be woken when its action may have new events, and to be ended at shutdown. */
 export interface EventSubscriber {
@@ -38,6 +44,13 @@ export class ActionEventHub {
   private readonly ofKeys = new Map<number, Set<EventSubscriber>>();
   /** Streams open (or being opened) per API key id. */
   private readonly perKey = new Map<number, number>();
+  /** The streams that follow a whole account (the dashboard's), by account id. */
+  private readonly ofAccounts = new Map<number, Set<EventSubscriber>>();
+  /** Account streams open (or being opened) per dashboard user id. */
+  private readonly perUser = new Map<number, number>();
+  /** Actions announced since the accounts' streams were last woken. */
+  private readonly moved = new Set<number>();
+  private accountWake: NodeJS.Timeout | undefined;
   private open = 0;
   private client: Client | undefined;
   private connecting: Promise<void> | undefined;
@@ -62,27 +75,7 @@ export class ActionEventHub {
    * `limits.perKey` streams in this process, 503 when the process holds `limits.perProcess`.
    */
   async subscribe(actionId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
-    if (this.closed) throw new Error('the live-progress hub is closed');
-    const ofKey = this.perKey.get(keyId) ?? 0;
-    if (ofKey >= this.limits.perKey) {
-      throw new AppError(429, 'too_many_streams', `This API key holds ${ofKey} live-progress streams open, the most one key may; close one first`,
-        { limit: this.limits.perKey }, { 'Retry-After': String(STREAMS_BUSY_RETRY_AFTER_SECONDS) });
-    }
-    if (this.open >= this.limits.perProcess) {
-      throw generationUnavailable('The server holds as many live-progress streams as it can; try again shortly, or poll', STREAMS_BUSY_RETRY_AFTER_SECONDS);
-    }
-    // Counted before waiting for the LISTEN connection, so that streams opened together cannot pass the limits.
-    this.perKey.set(keyId, ofKey + 1);
-    this.open++;
-    let counted = true;
-    const uncount = () => {
-      if (!counted) return;
-      counted = false;
-      this.open--;
-      const left = (this.perKey.get(keyId) ?? 1) - 1;
-      if (left === 0) this.perKey.delete(keyId);
-      else this.perKey.set(keyId, left);
-    };
+    const uncount = this.count(this.perKey, keyId, 'This API key');
     try {
       await this.listening();
     } catch (err) {
@@ -107,12 +100,62 @@ export class ActionEventHub {
     return unsubscribe;
   }
 
+  /**
+   * Registers `subscriber` to be woken when any action of `accountId` may have moved (at most once per
+   * ACCOUNT_WAKE_MS), as one of dashboard user `userId`'s streams, under the same limits as a key's streams.
+   */
+  async subscribeAccount(accountId: number, userId: number, subscriber: EventSubscriber): Promise<() => void> {
+    const uncount = this.count(this.perUser, userId, 'This dashboard user');
+    try {
+      await this.listening();
+    } catch (err) {
+      uncount();
+      throw err;
+    }
+    addTo(this.ofAccounts, accountId, subscriber);
+    return () => {
+      uncount();
+      removeFrom(this.ofAccounts, accountId, subscriber);
+    };
+  }
+
+  /**
+   * Counts a stream of `holder` (a key or a user) before anything is held, refusing it with 429 `too_many_streams`
+   * when the holder has `limits.perKey` streams in this process, 503 when the process holds `limits.perProcess`;
+   * answers the uncount (idempotent). Counted before waiting for the LISTEN connection, so that streams opened
+   * together cannot pass the limits.
+   */
+  private count(counts: Map<number, number>, holder: number, who: string): () => void {
+    if (this.closed) throw new Error('the live-progress hub is closed');
+    const held = counts.get(holder) ?? 0;
+    if (held >= this.limits.perKey) {
+      throw new AppError(429, 'too_many_streams', `${who} holds ${held} live-progress streams open, the most one may; close one first`,
+        { limit: this.limits.perKey }, { 'Retry-After': String(STREAMS_BUSY_RETRY_AFTER_SECONDS) });
+    }
+    if (this.open >= this.limits.perProcess) {
+      throw generationUnavailable('The server holds as many live-progress streams as it can; try again shortly, or poll', STREAMS_BUSY_RETRY_AFTER_SECONDS);
+    }
+    counts.set(holder, held + 1);
+    this.open++;
+    let counted = true;
+    return () => {
+      if (!counted) return;
+      counted = false;
+      this.open--;
+      const left = (counts.get(holder) ?? 1) - 1;
+      if (left === 0) counts.delete(holder);
+      else counts.set(holder, left);
+    };
+  }
+
   /** Ends every stream and the LISTEN connection (process shutdown). */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
-    for (const set of [...this.subscribers.values()]) for (const s of [...set]) s.end();
+    clearTimeout(this.accountWake);
+    for (const map of [this.subscribers, this.ofAccounts]) for (const set of [...map.values()]) for (const s of [...set]) s.end();
     this.subscribers.clear();
+    this.ofAccounts.clear();
     this.ofKeys.clear();
     const client = this.client;
     this.client = undefined;
@@ -131,6 +174,7 @@ export class ActionEventHub {
       if (msg.channel === KEY_REVOKED_CHANNEL) return this.endKeyStreams(Number(msg.payload));
       const actionId = Number(msg.payload);
       for (const s of this.subscribers.get(actionId) ?? []) s.wake();
+      if (this.ofAccounts.size > 0) this.noteMoved(actionId);
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('connection ended')));
@@ -170,6 +214,29 @@ export class ActionEventHub {
     again();
   }
 
+  /** Gathers an announced action for the accounts' streams, woken together ACCOUNT_WAKE_MS after the first. */
+  private noteMoved(actionId: number): void {
+    this.moved.add(actionId);
+    this.accountWake ??= setTimeout(() => void this.wakeAccounts(), ACCOUNT_WAKE_MS);
+  }
+
+  /** Wakes the streams of the accounts whose actions were announced, read in one statement. */
+  private async wakeAccounts(): Promise<void> {
+    const ids = [...this.moved];
+    this.moved.clear();
+    try {
+      const client = this.client;
+      if (!client || this.closed) return; // a reconnect wakes every stream anyway
+      const { rows } = await client.query<{ account_id: number }>('SELECT DISTINCT account_id FROM actions WHERE id = ANY($1::int[])', [ids]);
+      for (const { account_id: accountId } of rows) for (const s of this.ofAccounts.get(accountId) ?? []) s.wake();
+    } catch (err) {
+      log.warn('could not tell the dashboard\'s streams which accounts moved', { error: (err as Error).message });
+    } finally {
+      this.accountWake = undefined;
+      if (this.moved.size > 0 && !this.closed) this.accountWake = setTimeout(() => void this.wakeAccounts(), ACCOUNT_WAKE_MS); // announced meanwhile
+    }
+  }
+
   private async keyRevoked(keyId: number): Promise<boolean> {
     const client = this.client;
     if (!client) return false; // the connection was lost meanwhile: the reconnect asks for every open stream's key
@@ -197,7 +264,7 @@ export class ActionEventHub {
   /** Wakes every stream, spread over up to MAX_WAKE_SPREAD_MS (1 ms per stream) so that their reads do not all come at once. */
   private wakeAll(): void {
     const spreadMs = Math.min(MAX_WAKE_SPREAD_MS, this.open);
-    for (const set of this.subscribers.values()) {
+    for (const set of [...this.subscribers.values(), ...this.ofAccounts.values()]) {
       for (const s of set) setTimeout(() => { if (!this.closed) s.wake(); }, Math.random() * spreadMs).unref();
     }
   }

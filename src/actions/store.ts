@@ -78,3 +78,20 @@ export function versionsOfCard(m: EntityManager, cardId: number): Promise<Action
   return m.find(Action, { where: { cardId }, order: { createdAt: 'ASC', id: 'ASC' } });
 }
 
+
+/** One of the account's latest actions as the dashboard's overview lists it, with its v2 job where it has one. */
+export interface LatestActionRow {
+  id: number; type: Action['type']; status: Action['status']; percent: number | null; product_name: string | null;
+  job_id: string | null; job_status: string | null; phase: string | null; created_at: Date; completed_at: Date | null;
+}
+
+/** The account's `limit` latest actions, newest first (the `actions_account_created` index, one statement). */
+export function latestActions(db: DataSource, accountId: number, limit: number): Promise<LatestActionRow[]> {
+  return db.query(
+    `SELECT a.id, a.type, a.status, CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END AS percent,
+            COALESCE(a.params ->> 'productName', p.product_name) AS product_name, j.id AS job_id, j.status AS job_status, j.phase, a.created_at, a.completed_at
+       FROM (SELECT * FROM actions WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2) a
+       JOIN projects p ON p.id = a.project_id
+       LEFT JOIN jobs j ON j.action_id = a.id
+      ORDER BY a.created_at DESC, a.id DESC`, [accountId, limit]);
+}

@@ -1,7 +1,7 @@
 /**
  * Every statement on `webhooks` and `webhook_deliveries`: registration, the deliveries an outcome plans (one row per
  * target, idempotent), each attempt recorded, redelivery, and what the reconciler closes. The HTTP of a delivery is
- * `activities/webhook-delivery.ts`'s, the routes are `api/routes/webhooks.ts`'s.
+ * `activities/webhook-delivery.ts`'s, the account's use cases management.ts's.
  */
 import type { DataSource } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
@@ -43,11 +43,23 @@ export async function deleteWebhook(db: DataSource, webhookId: number): Promise<
   await db.query('UPDATE webhooks SET deleted_at = now(), is_active = false, updated_at = now() WHERE id = $1', [webhookId]);
 }
 
+/** Switches a live webhook on or off; undefined when it is deleted. */
+export function setWebhookActive(db: DataSource, webhookId: number, active: boolean): Promise<WebhookRow | undefined> {
+  return sqlRow<WebhookRow>(db.manager,
+    `UPDATE webhooks SET is_active = $2, updated_at = now() WHERE id = $1 AND deleted_at IS NULL
+     RETURNING id, url, events, is_active, created_at, updated_at`, [webhookId, active]);
+}
+
+/** A delivery as its log shows it. */
+export interface DeliveryRow {
+  id: string; event: string; action_id: number; status: string; attempts: number; max_attempts: number;
+  last_status_code: number | null; last_error: string | null; last_attempt_at: Date | null; delivered_at: Date | null; created_at: Date;
+}
 const DELIVERY_VIEW = 'id, event, action_id, status, attempts, max_attempts, last_status_code, last_error, last_attempt_at, delivered_at, created_at';
 
 /** A webhook's latest deliveries, newest first. */
-export function recentDeliveries(db: DataSource, webhookId: number, limit: number): Promise<Array<Record<string, unknown> & { id: string }>> {
-  return sqlRows(db.manager, `SELECT ${DELIVERY_VIEW} FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id LIMIT $2`,
+export function recentDeliveries(db: DataSource, webhookId: number, limit: number): Promise<DeliveryRow[]> {
+  return sqlRows<DeliveryRow>(db.manager, `SELECT ${DELIVERY_VIEW} FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC, id LIMIT $2`,
     [webhookId, limit]);
 }
 
@@ -55,8 +67,10 @@ export function recentDeliveries(db: DataSource, webhookId: number, limit: numbe
  * Makes a delivery of the webhook pending again for a redelivery, unless it is pending already; answers it with
  * the status it had (`previous_status`), `in-progress` when it is still pending, or `missing`.
  */
-export async function reopenDelivery(db: DataSource, deliveryId: string, webhookId: number) {
-  const reopened = await sqlRow(db.manager,
+export async function reopenDelivery(
+  db: DataSource, deliveryId: string, webhookId: number,
+): Promise<(DeliveryRow & { previous_status: string }) | 'in-progress' | 'missing'> {
+  const reopened = await sqlRow<DeliveryRow & { previous_status: string }>(db.manager,
     `UPDATE webhook_deliveries d SET status = 'pending', updated_at = now()
        FROM (SELECT id, status AS previous_status FROM webhook_deliveries WHERE id = $1 FOR UPDATE) p
       WHERE d.id = p.id AND d.webhook_id = $2 AND d.status <> 'pending'

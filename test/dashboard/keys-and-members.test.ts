@@ -89,10 +89,14 @@ describe('dashboard keys and members', function () {
       assert.equal((await a.browser.call(method, path, body)).status, 403, `a member of A: ${method} ${path}`);
     }
     assert.equal((await b.browser.call('GET', '/session')).status, 200, 'B is untouched');
-    // Every dashboard route with an id is in this matrix: a new one fails here until it joins.
+    // Every dashboard route with an id is in a matrix (keys and members here, webhooks in webhooks.test.ts): a new one fails here until it joins one.
     const withIds = routeGroups(stack.services).filter((g) => g.prefix === DASHBOARD_API)
       .flatMap((g) => g.routes.filter((r) => r.params).map((r) => `${r.method.toUpperCase()} ${r.path}`));
-    assert.deepEqual(withIds.sort(), ['DELETE /members/{user_id}', 'PATCH /keys/{key_id}', 'PATCH /members/{user_id}', 'POST /keys/{key_id}/revoke']);
+    assert.deepEqual(withIds.sort(), [
+      'DELETE /members/{user_id}', 'DELETE /webhooks/{webhook_id}',
+      'GET /webhooks/{webhook_id}/deliveries', 'PATCH /keys/{key_id}', 'PATCH /members/{user_id}', 'PATCH /webhooks/{webhook_id}',
+      'POST /keys/{key_id}/revoke', 'POST /webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+    ]);
   });
 
   it('owners manage members: invite (the same answer for a taken email), change roles, remove (sessions end); never the last owner', async () => {

@@ -11,6 +11,7 @@ import { LinkPage } from './pages/link';
 import { MembersPage } from './pages/members';
 import { OverviewPage } from './pages/overview';
 import { SignInPage } from './pages/sign-in';
+import { WebhooksPage } from './pages/webhooks';
 
 export const BASE = '/dashboard';
 
@@ -49,6 +50,7 @@ export function App() {
         <Router>
           <Route path={`${BASE}/`} component={OverviewPage} />
           <Route path={`${BASE}/keys`} component={KeysPage} />
+          <Route path={`${BASE}/webhooks`} component={WebhooksPage} />
           <Route path={`${BASE}/members`} component={() => <MembersPage self={session.user} />} />
           <Route path={`${BASE}/account`} component={() => <AccountPage onSession={setSession} onSignedOut={() => { forgetSession(); setSession(null); }} />} />
           <Route default component={OverviewPage} />
@@ -60,7 +62,7 @@ export function App() {
 
 function Shell({ session, onSignOut, children }: { session: Session; onSignOut: () => void; children: preact.ComponentChildren }) {
   const { path } = useLocation();
-  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/keys`, 'API keys']];
+  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks']];
   if (session.user.role === 'owner') pages.push([`${BASE}/members`, 'Members']);
   pages.push([`${BASE}/account`, 'Account']);
   return (

@@ -1,27 +1,83 @@
-/** Overview: the account's sparks (balance, available, held). */
+/**
+ * Overview: the account's sparks (balance, available, held), today's helper calls against the free limit, and the
+ * latest actions and jobs with their status, kept live by the overview's event stream (no reload).
+ */
 import { useEffect, useState } from 'preact/hooks';
-import { api } from '../api';
+import { api, API, when } from '../api';
 import { ErrorNote, messageOf } from './parts';
 
-interface Overview { balance: number; available: number; held: number }
+export interface LatestAction {
+  id: number; type: 'generate' | 'edit' | 'video'; status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
+  percent: number | null; product_name: string | null; job_id: string | null; phase: string | null; created_at: string; completed_at: string | null;
+}
+interface Overview {
+  balance: number; available: number; held: number; helpers: { used_today: number; free_limit: number }; latest: LatestAction[];
+}
 
-export function OverviewPage() {
+const TYPES = { generate: 'Photo or card', edit: 'Edit', video: 'Video' };
+
+/** The overview as its stream sends it; when the stream is refused, one plain read says why (a 401 signs out). */
+function useLiveOverview(): { overview?: Overview; error?: string } {
   const [overview, setOverview] = useState<Overview>();
   const [error, setError] = useState<string>();
   useEffect(() => {
-    api<Overview>('GET', '/overview').then(setOverview, (err) => setError(messageOf(err)));
+    let source: EventSource | undefined;
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    const open = () => {
+      source = new EventSource(`${API}/overview/events`);
+      source.addEventListener('overview', (e) => { setError(undefined); setOverview(JSON.parse((e as MessageEvent<string>).data)); });
+      source.onerror = () => {
+        if (source?.readyState !== EventSource.CLOSED) return; // the browser reconnects by itself
+        api<Overview>('GET', '/overview').then(setOverview, (err) => setError(messageOf(err)));
+        retry = setTimeout(open, 5000);
+      };
+    };
+    open();
+    return () => { source?.close(); clearTimeout(retry); };
   }, []);
+  return { overview, error };
+}
+
+export function OverviewPage() {
+  const { overview, error } = useLiveOverview();
   return (
     <section>
       <h1>Overview</h1>
       <ErrorNote message={error} />
-      {overview && (
-        <dl class="figures">
-          <div class="card"><dt>Balance</dt><dd>{overview.balance}</dd></div>
-          <div class="card"><dt>Available</dt><dd>{overview.available}</dd></div>
-          <div class="card"><dt>Held</dt><dd>{overview.held}</dd></div>
-        </dl>
+      {overview === undefined ? <p aria-busy="true">Loading…</p> : (
+        <>
+          <dl class="figures">
+            <div class="card"><dt>Balance</dt><dd>{overview.balance}</dd></div>
+            <div class="card"><dt>Available</dt><dd>{overview.available}</dd></div>
+            <div class="card"><dt>Held</dt><dd>{overview.held}</dd></div>
+            <div class="card"><dt>Helper calls today</dt><dd>{overview.helpers.used_today} <span class="muted">of {overview.helpers.free_limit} free</span></dd></div>
+          </dl>
+          <h2>Latest actions and jobs</h2>
+          {overview.latest.length === 0 ? <p class="muted">Nothing yet: generate a photo with an API key and it shows here.</p> : (
+            <table class="list">
+              <caption class="sr-only">Latest actions and jobs</caption>
+              <thead><tr><th scope="col">Action</th><th scope="col">Kind</th><th scope="col">Product</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Finished</th></tr></thead>
+              <tbody>
+                {overview.latest.map((a) => (
+                  <tr key={a.id}>
+                    <td data-label="Action">{a.id}{a.job_id && <span class="muted"> job {a.job_id.slice(0, 8)}</span>}</td>
+                    <td data-label="Kind">{TYPES[a.type]}</td>
+                    <td data-label="Product">{a.product_name ?? '—'}</td>
+                    <td data-label="Status"><Status action={a} /></td>
+                    <td data-label="Created">{when(a.created_at)}</td>
+                    <td data-label="Finished">{when(a.completed_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
       )}
     </section>
   );
+}
+
+function Status({ action }: { action: LatestAction }) {
+  const detail = action.status === 'processing' ? [action.phase, action.percent !== null ? `${action.percent}%` : null].filter(Boolean).join(', ') : '';
+  return <span class={`state ${action.status}`}>{action.status}{detail && <span class="muted"> ({detail})</span>}</span>;
 }

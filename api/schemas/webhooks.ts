@@ -1,0 +1,70 @@
+/**
+ * Registered webhooks and their deliveries on the wire, for the public API's routes and the dashboard's alike: the
+ * bodies they take, the shapes they answer, and the views that make those shapes from store rows.
+ */
+import { WEBHOOK_EVENTS } from '../../src/webhooks/events';
+import type { DeliveryRow, WebhookRow } from '../../src/webhooks/store';
+import { iso } from '../representations';
+
+export const webhookIdPath = {
+  type: 'object', required: ['webhook_id'], properties: { webhook_id: { type: 'integer', minimum: 1, maximum: 2147483647 } },
+};
+
+export const deliveryPath = {
+  type: 'object', required: ['webhook_id', 'delivery_id'],
+  properties: { webhook_id: webhookIdPath.properties.webhook_id, delivery_id: { type: 'string', format: 'uuid' } },
+};
+
+export const registerWebhookSchema = {
+  type: 'object', required: ['url'],
+  properties: {
+    url: { type: 'string', maxLength: 2000 },
+    events: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 100 }, description: 'Default: all events' },
+  },
+};
+export interface RegisterWebhookRequest { url: string; events?: string[] }
+
+export const deliveriesQuery = { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 } } };
+
+export const webhookSchema = (withSecret: boolean) => ({
+  type: 'object',
+  required: ['id', 'url', 'events', 'is_active', 'created_at', ...(withSecret ? ['secret'] : ['updated_at'])],
+  properties: {
+    id: { type: 'integer' },
+    url: { type: 'string' },
+    ...(withSecret ? { secret: { type: 'string', pattern: '^whsec_', description: 'Shown only here; keep it to verify signatures' } } : {}),
+    events: { type: 'array', items: { type: 'string', enum: [...WEBHOOK_EVENTS] } },
+    is_active: { type: 'boolean' },
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+});
+
+export const deliverySchema = {
+  type: 'object',
+  required: ['delivery_id', 'event', 'action_id', 'status', 'attempts', 'max_attempts', 'created_at'],
+  properties: {
+    delivery_id: { type: 'string', format: 'uuid', description: 'Also the X-Service-Job-Id header of every attempt' },
+    event: { type: 'string' },
+    action_id: { type: 'integer' },
+    status: { type: 'string', enum: ['pending', 'succeeded', 'failed', 'skipped'] },
+    attempts: { type: 'integer' },
+    max_attempts: { type: 'integer' },
+    last_status_code: { type: ['integer', 'null'] },
+    last_error: { type: ['string', 'null'] },
+    last_attempt_at: { type: ['string', 'null'], format: 'date-time' },
+    delivered_at: { type: ['string', 'null'], format: 'date-time' },
+    created_at: { type: 'string', format: 'date-time' },
+  },
+};
+
+/** A webhook as the API shows it (never its secret: the registration adds it to its own answer). */
+export const webhookView = (w: WebhookRow) => ({
+  id: w.id, url: w.url, events: w.events, is_active: w.is_active, created_at: iso(w.created_at),
+  ...(w.updated_at ? { updated_at: iso(w.updated_at) } : {}),
+});
+
+/** A delivery as the API shows it. */
+export const deliveryView = ({ id, ...r }: DeliveryRow) => ({
+  delivery_id: id, ...r, last_attempt_at: iso(r.last_attempt_at), delivered_at: iso(r.delivered_at), created_at: iso(r.created_at),
+});
