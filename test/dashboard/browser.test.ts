@@ -1,8 +1,9 @@
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against the real service: the first
- * owner signs in through the CLI's link, creates a key (a hostile name shown as text), uses it from the test's HTTP
- * client, revokes it and sees the API refuse it; members and the account page; no serious or critical axe
- * violation on any page, at 375 px and on a desktop.
+ * owner signs in through the CLI's link, creates a key (a hostile name shown as text), generates a photo with it from
+ * the test's HTTP client and sees it complete on the overview without a reload; registers a webhook to a local
+ * receiver, sees a refused delivery in its log and redelivers it; revokes the key and sees the API refuse it;
+ * members and the account page; no serious or critical axe violation on any page, at 375 px and on a desktop.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -12,8 +13,10 @@ import AxeBuilder from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { ensureChromium } from '../../ops/tools/chromium';
 import { testEnvironment } from '../support/environment';
-import { apiClient, newAccount, V1 } from '../support/fixtures';
+import { apiClient, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { startHttpsServer, type TestHttpsServer } from '../support/https-server';
 import { Stack, startStack } from '../support/stack';
+import { deliveryWorkflowId } from '../../src/temporal/contract';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const HOSTILE = '<img src=x onerror=alert(1)>';
@@ -29,17 +32,28 @@ describe('the dashboard in Chromium', function () {
   this.timeout(120_000);
   let stack: Stack;
   let browser: Browser;
+  let receiver: TestHttpsServer;
+  let image: string;
+  /** The status each path of the receiver answers now. */
+  const answers = new Map<string, number>();
   before(async () => {
     const executablePath = await ensureChromium();
-    [stack, browser] = await Promise.all([startStack({ withWorker: false }), chromium.launch({ executablePath, args: ['--no-sandbox'] })]);
+    [stack, browser, receiver, image] = await Promise.all([
+      startStack({ webhookRetryInitialMs: 100 }), chromium.launch({ executablePath, args: ['--no-sandbox'] }),
+      startHttpsServer((req, res) => { res.writeHead(answers.get(req.url!) ?? 200).end('ok'); }), jpegBase64(),
+    ]);
   });
   after(async () => {
     await browser?.close();
+    await receiver?.close();
     await stack?.stop();
+  });
+  const generate = (apiKey: string, productName: string) => apiClient(stack.baseUrl, apiKey)('POST', `${V1}/generate/photo`, {
+    images: [{ data: image }], product_name: productName, category_id: 'home', resolution: '1K',
   });
 
   for (const viewport of [{ width: 375, height: 740 }, { width: 1280, height: 800 }]) {
-    it(`at ${viewport.width} px: sign in from the CLI's link, create, use and revoke a key, manage members, no axe problems`, async () => {
+    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, webhook log and redelivery, members, no axe problems`, async () => {
       const account = await newAccount(stack.db, 50);
       const email = `owner-${viewport.width}-${Date.now()}@example.com`;
       const { stdout } = await promisify(execFile)('node', [path.join(ROOT, 'dist/app/cli/admin.js'), 'user:invite', '--account', String(account.accountId), '--email', email, '--json'], {
@@ -73,7 +87,38 @@ describe('the dashboard in Chromium', function () {
         await page.getByRole('cell', { name: new RegExp(HOSTILE.replace(/[()]/g, '\\$&')) }).first().waitFor(); // shown as text
         assert.deepEqual(await accessibilityProblems(page), []);
 
-        assert.equal((await apiClient(stack.baseUrl, secret)('GET', `${V1}/balance`)).status, 200);
+        // Generated with the key, the photo shows on the overview and completes there, without a reload.
+        await page.getByRole('link', { name: 'Overview' }).click();
+        await page.getByRole('heading', { name: 'Latest actions and jobs' }).or(page.getByText('Nothing yet')).first().waitFor();
+        const accepted = await generate(secret, `Teapot ${HOSTILE}`);
+        assert.equal(accepted.status, 200);
+        const actionRow = page.getByRole('row').filter({ hasText: 'Teapot' });
+        await actionRow.getByText('completed').waitFor();
+        assert.deepEqual(await accessibilityProblems(page), []);
+
+        // A webhook whose receiver refuses: the refused delivery is in its log, and a redelivery goes through.
+        const hookPath = `/hook-${viewport.width}`;
+        answers.set(hookPath, 400);
+        await page.getByRole('link', { name: 'Webhooks' }).click();
+        await page.getByLabel('HTTPS URL').fill(`${receiver.url}${hookPath}`);
+        await page.getByLabel('generation.completed').check();
+        await page.getByRole('button', { name: 'Register webhook' }).click();
+        assert.match((await page.locator('code.key').textContent())!, /^whsec_/);
+        assert.deepEqual(await accessibilityProblems(page), []);
+        assert.equal((await generate(secret, 'Vase')).status, 200);
+        await page.getByRole('button', { name: 'Deliveries' }).click();
+        const delivery = page.getByRole('row').filter({ hasText: 'generation.completed' });
+        await delivery.getByText('Failed').waitFor();
+        await delivery.getByText('400').waitFor();
+        const deliveryId = (await stack.db.query('SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.url LIKE $1', [`%${hookPath}`]))[0].id;
+        await stack.temporal.workflow.getHandle(deliveryWorkflowId(deliveryId)).result(); // its attempts are over
+        answers.set(hookPath, 200);
+        await delivery.getByRole('button', { name: 'Redeliver' }).click();
+        await delivery.getByText('Delivered').waitFor();
+        await delivery.getByText('2 of 5').waitFor();
+        assert.deepEqual(await accessibilityProblems(page), []);
+
+        await page.getByRole('link', { name: 'API keys' }).click();
         const row = page.getByRole('row').filter({ hasText: secret.slice(0, 8) });
         await row.getByRole('button', { name: 'Revoke' }).click();
         await page.getByRole('alertdialog').getByRole('button', { name: 'Revoke key' }).click();

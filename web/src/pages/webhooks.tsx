@@ -93,16 +93,16 @@ export function WebhooksPage() {
 
 const STATUS = { pending: 'Sending', succeeded: 'Delivered', failed: 'Failed', skipped: 'Skipped' };
 
-/** A webhook's latest deliveries; a redelivery reloads the log, and it reloads itself while one is still being sent. */
+/** A webhook's latest deliveries, read again while the log is open; a redelivery reloads it at once. */
 function DeliveryLog({ hook }: { hook: Webhook }) {
   const [deliveries, setDeliveries] = useState<Delivery[]>();
   const { error, change } = useChanges(() => api<{ deliveries: Delivery[] }>('GET', `/webhooks/${hook.id}/deliveries?limit=50`)
     .then((r) => setDeliveries(r.deliveries)));
   useEffect(() => { void change(async () => undefined); }, [hook.id]);
-  const sending = deliveries?.some((d) => d.status === 'pending');
+  // Open, the log follows new deliveries: read again every 5 s, every 2 s while one is being sent.
   useEffect(() => {
-    if (!sending) return undefined;
-    const timer = setTimeout(() => { void change(async () => undefined); }, 2000);
+    if (deliveries === undefined) return undefined;
+    const timer = setTimeout(() => { void change(async () => undefined); }, deliveries.some((d) => d.status === 'pending') ? 2000 : 5000);
     return () => clearTimeout(timer);
   }, [deliveries]);
 
