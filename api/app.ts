@@ -34,6 +34,7 @@ import { uploadRoutes } from './routes/uploads';
 import { webhookRoutes } from './routes/webhooks';
 import { jobRoutes } from './routes/jobs';
 import type { ApiServices } from './services';
+import { billingRoutes } from './dashboard/billing-routes';
 import { keyRoutes } from './dashboard/key-routes';
 import { memberRoutes } from './dashboard/member-routes';
 import { overviewRoutes } from './dashboard/overview-routes';
@@ -60,7 +61,8 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
     // The dashboard's own routes: a user session (api/dashboard/session-guard.ts), never an API key, not in the OpenAPI document.
     ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
-      routes: [...sessionRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services), ...dashboardWebhookRoutes(services)],
+      routes: [...sessionRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services), ...dashboardWebhookRoutes(services),
+        ...billingRoutes(services)],
     }] : []),
   ];
 }

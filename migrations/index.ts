@@ -17,6 +17,7 @@ import { OpenHoldsIndex1732300000016 } from './1732300000016-OpenHoldsIndex';
 import { ReconcilerProgress1732300000017 } from './1732300000017-ReconcilerProgress';
 import { CreationOrderIndexes1732300000018 } from './1732300000018-CreationOrderIndexes';
 import { DashboardUsers1732300000019 } from './1732300000019-DashboardUsers';
+import { LedgerIndexes1732300000020 } from './1732300000020-LedgerIndexes';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -35,4 +36,5 @@ export const migrations = [
   ReconcilerProgress1732300000017,
   CreationOrderIndexes1732300000018,
   DashboardUsers1732300000019,
+  LedgerIndexes1732300000020,
 ];

@@ -2,11 +2,12 @@
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against the real service: the first
  * owner signs in through the CLI's link, creates a key (a hostile name shown as text), generates a photo with it from
  * the test's HTTP client and sees it complete on the overview without a reload; registers a webhook to a local
- * receiver, sees a refused delivery in its log and redelivers it; revokes the key and sees the API refuse it;
+ * receiver, sees a refused delivery in its log and redelivers it; reads the ledger and exports it as CSV; revokes the key and sees the API refuse it;
  * members and the account page; no serious or critical axe violation on any page, at 375 px and on a desktop.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import AxeBuilder from '@axe-core/playwright';
@@ -53,7 +54,7 @@ describe('the dashboard in Chromium', function () {
   });
 
   for (const viewport of [{ width: 375, height: 740 }, { width: 1280, height: 800 }]) {
-    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, webhook log and redelivery, members, no axe problems`, async () => {
+    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, webhook log and redelivery, ledger and CSV, members, no axe problems`, async () => {
       const account = await newAccount(stack.db, 50);
       const email = `owner-${viewport.width}-${Date.now()}@example.com`;
       const { stdout } = await promisify(execFile)('node', [path.join(ROOT, 'dist/app/cli/admin.js'), 'user:invite', '--account', String(account.accountId), '--email', email, '--json'], {
@@ -117,6 +118,15 @@ describe('the dashboard in Chromium', function () {
         await delivery.getByText('Delivered').waitFor();
         await delivery.getByText('2 of 5').waitFor();
         assert.deepEqual(await accessibilityProblems(page), []);
+
+        // The ledger: the photos' holds and charges, and the whole of it as CSV.
+        await page.getByRole('link', { name: 'Billing' }).click();
+        await page.getByRole('row').filter({ hasText: `Action ${accepted.body.action_id}` }).filter({ hasText: 'Charge' }).waitFor();
+        assert.deepEqual(await accessibilityProblems(page), []);
+        const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Export CSV' }).click()]);
+        const csv = await readFile((await download.path())!, 'utf8');
+        assert.ok(csv.startsWith('at,kind,amount,action_id,reference\n'), csv);
+        assert.ok(csv.split('\n').some((line) => /^[^,]+,charge,-[0-9]+,/.test(line) && line.split(',')[3] === String(accepted.body.action_id)), csv);
 
         await page.getByRole('link', { name: 'API keys' }).click();
         const row = page.getByRole('row').filter({ hasText: secret.slice(0, 8) });

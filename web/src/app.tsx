@@ -6,6 +6,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { api, ApiError, forgetSession, type Session, SIGNED_OUT } from './api';
 import { AccountPage } from './pages/account';
+import { BillingPage } from './pages/billing';
 import { KeysPage } from './pages/keys';
 import { LinkPage } from './pages/link';
 import { MembersPage } from './pages/members';
@@ -51,6 +52,7 @@ export function App() {
           <Route path={`${BASE}/`} component={OverviewPage} />
           <Route path={`${BASE}/keys`} component={KeysPage} />
           <Route path={`${BASE}/webhooks`} component={WebhooksPage} />
+          <Route path={`${BASE}/billing`} component={BillingPage} />
           <Route path={`${BASE}/members`} component={() => <MembersPage self={session.user} />} />
           <Route path={`${BASE}/account`} component={() => <AccountPage onSession={setSession} onSignedOut={() => { forgetSession(); setSession(null); }} />} />
           <Route default component={OverviewPage} />
@@ -62,7 +64,7 @@ export function App() {
 
 function Shell({ session, onSignOut, children }: { session: Session; onSignOut: () => void; children: preact.ComponentChildren }) {
   const { path } = useLocation();
-  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks']];
+  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks'], [`${BASE}/billing`, 'Billing']];
   if (session.user.role === 'owner') pages.push([`${BASE}/members`, 'Members']);
   pages.push([`${BASE}/account`, 'Account']);
   return (

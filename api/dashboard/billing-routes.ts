@@ -1,0 +1,70 @@
+/**
+ * The account's billing ledger in the dashboard: grants, holds, charges and releases, newest first, each with its
+ * action; paged by an opaque cursor, and the whole of it as CSV (streamed a thousand entries at a time).
+ */
+import { Readable } from 'node:stream';
+import { stringify } from 'csv-stringify/sync';
+import { decodeCursor, encodeCursor, type LedgerEntry, ledgerPage } from '../../src/billing/ledger';
+import { ValidationFailed } from '../../src/errors';
+import type { Route } from '../route';
+import type { ApiServices } from '../services';
+import { iso } from '../representations';
+import { dashboardRoute } from './session-guard';
+
+const CSV_PAGE = 1_000;
+const CSV_COLUMNS = ['at', 'kind', 'amount', 'action_id', 'reference'];
+
+const entrySchema = {
+  type: 'object', required: ['at', 'kind', 'amount', 'action_id', 'reference'],
+  properties: {
+    at: { type: 'string', format: 'date-time' },
+    kind: { type: 'string', enum: ['grant', 'charge', 'hold', 'release'] },
+    amount: { type: 'integer', description: 'Sparks: a grant adds to the balance, a charge takes from it; a hold takes from what is available, a release gives it back' },
+    action_id: { type: ['integer', 'null'] },
+    reference: { type: ['string', 'null'], description: 'What an entry without an action is for (a grant, a block of helper calls)' },
+  },
+};
+
+const entryView = (e: LedgerEntry) => ({ ...e, at: iso(e.at) });
+
+export function billingRoutes({ db }: ApiServices): Route[] {
+  return [
+    dashboardRoute({
+      method: 'get', path: '/ledger', operationId: 'ledger', access: 'member', summary: 'The account\'s money moves, newest first, a page at a time',
+      query: {
+        type: 'object', additionalProperties: false,
+        properties: { cursor: { type: 'string', maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+      },
+      responses: {
+        200: {
+          description: 'A page of entries and the cursor of the next (null at the end)',
+          schema: { type: 'object', required: ['entries', 'next_cursor'], properties: { entries: { type: 'array', items: entrySchema }, next_cursor: { type: ['string', 'null'] } } },
+        },
+      },
+      async handle(ctx, { query, user }) {
+        const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+        if (query.cursor !== undefined && !after) throw new ValidationFailed([{ loc: ['query', 'cursor'], msg: 'Not a cursor of this list', type: 'cursor' }]);
+        const { entries, next } = await ledgerPage(db, user.accountId, after, query.limit);
+        ctx.body = { entries: entries.map(entryView), next_cursor: next && encodeCursor(next) };
+      },
+    }),
+    dashboardRoute({
+      method: 'get', path: '/ledger.csv', operationId: 'ledgerCsv', access: 'member', summary: 'The whole ledger as CSV, newest first',
+      responses: { 200: { description: 'The ledger', mediaType: 'text/csv', schema: { type: 'string' } } },
+      async handle(ctx, { user }) {
+        async function* rows() {
+          yield stringify([CSV_COLUMNS]);
+          let after;
+          do {
+            const page = await ledgerPage(db, user.accountId, after, CSV_PAGE);
+            yield stringify(page.entries.map((e) => [iso(e.at), e.kind, e.amount, e.action_id ?? '', e.reference ?? '']));
+            after = page.next ?? undefined;
+          } while (after);
+        }
+        ctx.type = 'text/csv; charset=utf-8';
+        ctx.attachment(`ledger-account-${user.accountId}.csv`);
+        ctx.body = Readable.from(rows());
+      },
+    }),
+  ];
+}
