@@ -1,6 +1,7 @@
 import type { Services } from '../src/services';
 import type { BodyBytesInFlight } from './middleware/body-bytes-in-flight';
 import type { ActionEventHub } from './live/action-event-hub';
+import type { LinkMailer } from '../src/users/link-mail';
 
 /** Everything the API's handlers use, built once at start: the use cases' services and the HTTP process's own. */
 export interface ApiServices extends Services {
@@ -8,4 +9,6 @@ export interface ApiServices extends Services {
   bodyBytesInFlight: BodyBytesInFlight;
   /** The process's one LISTEN connection for live progress, shared by every event stream (closed at shutdown). */
   liveEvents: ActionEventHub;
+  /** Sends the dashboard's one-time links (SMTP, or the service log). */
+  linkMail: LinkMailer;
 }

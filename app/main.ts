@@ -28,6 +28,7 @@ import { reconcileExclusively } from '../src/actions/reconcile';
 import { connectWorker, createProviderWorkers, createWorker, installRuntime, workerQueues } from './worker';
 import { registerDatabaseGauges } from '../src/metrics/database-gauges';
 import { MetricsServer, startMetricsServer } from '../src/metrics/server';
+import { type LinkMailer, linkMailer } from '../src/users/link-mail';
 
 type Mode = 'all' | 'api' | 'worker';
 const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
@@ -135,10 +136,14 @@ async function main(mode: Mode): Promise<void> {
 
   let server: http.Server | undefined;
   let liveEvents: ActionEventHub | undefined;
+  let linkMail: LinkMailer | undefined;
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
     liveEvents = ActionEventHub.forDataSource(db, config.liveStreams);
-    const app = createApp({ config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight), liveEvents });
+    linkMail = linkMailer(config);
+    const app = createApp({
+      config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight), liveEvents, linkMail,
+    });
     server = createApiServer(config, app.callback());
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));
     // Helper calls left reserved by an API process that died mid-call: cancelled (not counted, a held spark released).
@@ -165,7 +170,7 @@ async function main(mode: Mode): Promise<void> {
     await liveEvents?.close(); // ends the event streams, which would keep the server open
     // Every worker drained, not only until the first one failed: `npm start`'s client shares their connection, which
     // closes only once no worker holds it, and the database stays open for the activities still running.
-    await Promise.allSettled([closing, ...workerRuns]);
+    await Promise.allSettled([closing, ...workerRuns, linkMail?.drain()]);
     await metrics?.close();
     await temporal.connection.close().catch((err) => log.warn('closing the Temporal connection failed', { error: String(err) }));
     await db.destroy().catch(() => undefined);

@@ -112,6 +112,10 @@ export interface Config {
   liveStreams: LiveStreamLimits;
   /** The account dashboard under `/dashboard` (`DASHBOARD`, on by default). */
   dashboard: DashboardSettings;
+  /** Where the dashboard's one-time links are mailed (`SMTP_URL`, nodemailer's URL form); unset: the service log. */
+  smtpUrl: string | undefined;
+  /** The From of those mails (`MAIL_FROM`; `Product imagery <no-reply@host of PUBLIC_BASE_URL>` by default). */
+  mailFrom: string;
 }
 
 /** On, sessions idle for 8 hours or 7 days old end. */
@@ -325,9 +329,10 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
   const port = int('PORT', 3000);
   const dataDir = path.resolve(str('DATA_DIR') ?? '.data');
   const assetStore = oneOf('ASSET_STORE', ['file', 's3'] as const);
+  const publicBaseUrl = (str('PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
   const config: Config = {
     port,
-    publicBaseUrl: (str('PUBLIC_BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    publicBaseUrl,
     databaseUrl: str('DATABASE_URL') ?? 'postgres://postgres@127.0.0.1:5432/imagery',
     temporalAddress: str('TEMPORAL_ADDRESS'),
     temporalNamespace: str('TEMPORAL_NAMESPACE') ?? 'default',
@@ -385,6 +390,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       sessionAbsoluteSeconds: Math.max(1, int('DASHBOARD_SESSION_MAX_HOURS', DEFAULT_DASHBOARD_SETTINGS.sessionAbsoluteSeconds / 3600)) * 3600,
       trustedProxyHops: int('TRUSTED_PROXY_HOPS', 0),
     },
+    smtpUrl: str('SMTP_URL'),
+    mailFrom: str('MAIL_FROM') ?? `Product imagery <no-reply@${new URL(publicBaseUrl).hostname}>`,
   };
   return { ...config, ...overrides };
 }

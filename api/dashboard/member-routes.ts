@@ -4,7 +4,6 @@
  * user elsewhere, so an owner learns nothing about other accounts.
  */
 import { AppError, notFound } from '../../src/errors';
-import { log } from '../../src/log';
 import { linkUrl } from '../../src/users/links';
 import { changeUser, inviteUser, LastOwner, listUsers, ROLES, type UserRow } from '../../src/users/users';
 import type { Route } from '../route';
@@ -23,7 +22,7 @@ const memberSchema = {
 const view = ({ account_id: _, ...user }: UserRow) => user;
 const lastOwner = () => new AppError(409, 'last_owner', 'An account keeps at least one owner who can sign in');
 
-export function memberRoutes({ db, config }: ApiServices): Route[] {
+export function memberRoutes({ db, config, linkMail }: ApiServices): Route[] {
   return [
     dashboardRoute({
       method: 'get', path: '/members', operationId: 'listMembers', access: 'owner', summary: 'The people of the account',
@@ -41,9 +40,7 @@ export function memberRoutes({ db, config }: ApiServices): Route[] {
       responses: { 202: { description: 'The invitation is on its way (the same answer for an email that has a user elsewhere)' } },
       async handle(ctx, { body, user }) {
         const invited = await inviteUser(db, { accountId: user.accountId, email: body.email, role: body.role });
-        if (invited !== 'taken') {
-          log.info('dashboard invitation link (no SMTP_URL: written here)', { userId: invited.userId, link: linkUrl(config.publicBaseUrl, invited.token) });
-        }
+        if (invited !== 'taken') linkMail.send({ to: body.email, userId: invited.userId, purpose: 'invite', link: linkUrl(config.publicBaseUrl, invited.token) });
         ctx.status = 202;
         ctx.body = { message: `An invitation is on its way to ${body.email}` };
       },

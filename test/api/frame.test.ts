@@ -123,7 +123,7 @@ describe('API frame over HTTP', () => {
       // The same app over a data source that is not connected: every query fails inside the handler.
       const closed = createDataSource(testEnvironment().databaseUrl);
       const { apiKey } = await newAccount(stack.db);
-      const app = createApp({ config: { rateLimitPerMinute: 100, taskQueue: 'unused', publicBaseUrl: 'http://x', webhookRetryInitialMs: 100, jobMaxAttempts: 3, jobRetryBackoffMs: 100 }, db: closed, temporal: stack.temporal, store: stack.store, signer: stack.signer, providers: undefined as never, outbound: undefined as never, secrets: undefined as never, bodyBytesInFlight: stack.services.bodyBytesInFlight, liveEvents: stack.services.liveEvents });
+      const app = createApp({ config: { rateLimitPerMinute: 100, taskQueue: 'unused', publicBaseUrl: 'http://x', webhookRetryInitialMs: 100, jobMaxAttempts: 3, jobRetryBackoffMs: 100 }, db: closed, temporal: stack.temporal, store: stack.store, signer: stack.signer, providers: undefined as never, outbound: undefined as never, secrets: undefined as never, bodyBytesInFlight: stack.services.bodyBytesInFlight, liveEvents: stack.services.liveEvents, linkMail: stack.services.linkMail });
       const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
       await new Promise((r) => server.once('listening', r));
       try {

@@ -294,7 +294,7 @@ describe('when Temporal cannot be reached', function () {
     const app = createApp({
       config: { rateLimitPerMinute: 100, taskQueue: stack.taskQueue, publicBaseUrl: stack.baseUrl, webhookRetryInitialMs: 100, jobMaxAttempts: 3, jobRetryBackoffMs: 100 },
       db: stack.db, temporal: unreachable, store: stack.store, signer: stack.signer, providers: stack.deps.providers,
-      outbound: new OutboundPolicy(), secrets: stack.deps.secrets, bodyBytesInFlight: stack.services.bodyBytesInFlight, liveEvents: stack.services.liveEvents,
+      outbound: new OutboundPolicy(), secrets: stack.deps.secrets, bodyBytesInFlight: stack.services.bodyBytesInFlight, liveEvents: stack.services.liveEvents, linkMail: stack.services.linkMail,
     });
     const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));

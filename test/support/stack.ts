@@ -29,6 +29,7 @@ import { ProviderRoute } from '../../src/temporal/contract';
 import { routeFor } from '../../src/actions/submit';
 import { createProviderWorkers, createWorker } from '../../app/worker';
 import { testEnvironment } from './environment';
+import { linkMailer } from '../../src/users/link-mail';
 
 export interface Stack {
   baseUrl: string;
@@ -76,6 +77,8 @@ export interface StackOptions {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** The API's client deadlines (`HTTP_*_SECONDS`; the defaults of `loadConfig` when left out), short in the slow-client tests. */
   http?: Partial<Pick<Config, 'httpHeadersTimeoutSeconds' | 'httpRequestTimeoutSeconds' | 'httpIdleTimeoutSeconds' | 'httpKeepAliveTimeoutSeconds'>>;
+  /** Where the dashboard's links are mailed (the service log when left out). */
+  smtpUrl?: string;
 }
 
 /** The provider route the API gives an action of `product` on this stack (a video advanced on timers every second). */
@@ -132,6 +135,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? defaults.maxBodyBytesInFlight),
     liveEvents: ActionEventHub.forDataSource(db, { ...DEFAULT_LIVE_STREAM_LIMITS, ...options.liveStreams }),
+    linkMail: linkMailer({ smtpUrl: options.smtpUrl, mailFrom: 'Product imagery <no-reply@example.com>' }, [100, 200]),
   };
   server.on('request', createApp(services).callback());
 
@@ -139,6 +143,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     baseUrl, taskQueue, db, temporal, store, signer, worker, deps, services,
     async stop() {
       await services.liveEvents.close();
+      await services.linkMail.drain();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (worker) {
