@@ -41,6 +41,7 @@ import { overviewRoutes } from './dashboard/overview-routes';
 import { serveDashboardPages } from './dashboard/pages';
 import { DASHBOARD_API_PREFIX, dashboardSessionGuard, dashboardSettings } from './dashboard/session-guard';
 import { sessionRoutes } from './dashboard/session-routes';
+import { signUpRoutes } from './dashboard/sign-up-routes';
 import { webhookRoutes as dashboardWebhookRoutes } from './dashboard/webhook-routes';
 import { compileValidator } from './validation';
 
@@ -61,7 +62,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
     // The dashboard's own routes: a user session (api/dashboard/session-guard.ts), never an API key, not in the OpenAPI document.
     ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
-      routes: [...sessionRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services), ...dashboardWebhookRoutes(services),
+      routes: [...sessionRoutes(services), ...signUpRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services), ...dashboardWebhookRoutes(services),
         ...billingRoutes(services)],
     }] : []),
   ];

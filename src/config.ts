@@ -118,8 +118,10 @@ export interface Config {
   mailFrom: string;
 }
 
-/** On, sessions idle for 8 hours or 7 days old end. */
-export const DEFAULT_DASHBOARD_SETTINGS: DashboardSettings = { enabled: true, sessionIdleSeconds: 8 * 3600, sessionAbsoluteSeconds: 7 * 24 * 3600, trustedProxyHops: 0 };
+/** On, sessions idle for 8 hours or 7 days old end, no open sign-up. */
+export const DEFAULT_DASHBOARD_SETTINGS: DashboardSettings = {
+  enabled: true, sessionIdleSeconds: 8 * 3600, sessionAbsoluteSeconds: 7 * 24 * 3600, trustedProxyHops: 0, signUp: false, signUpSparks: 0,
+};
 
 /** The account dashboard's settings (`DASHBOARD_*` variables). */
 export interface DashboardSettings {
@@ -130,6 +132,10 @@ export interface DashboardSettings {
   sessionAbsoluteSeconds: number;
   /** Proxies in front of the API that append to X-Forwarded-For (`TRUSTED_PROXY_HOPS`): where a client's address is read. */
   trustedProxyHops: number;
+  /** Whether anyone may make an account from the sign-in page (`DASHBOARD_SIGN_UP`, off by default). */
+  signUp: boolean;
+  /** Sparks granted to an account made by sign-up (`DASHBOARD_SIGN_UP_SPARKS`, 0 by default). */
+  signUpSparks: number;
 }
 
 /** What one API process allows its live-progress streams (`LIVE_*` variables; see api/live/). */
@@ -389,6 +395,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       sessionIdleSeconds: Math.max(5, int('DASHBOARD_SESSION_IDLE_MINUTES', DEFAULT_DASHBOARD_SETTINGS.sessionIdleSeconds / 60)) * 60,
       sessionAbsoluteSeconds: Math.max(1, int('DASHBOARD_SESSION_MAX_HOURS', DEFAULT_DASHBOARD_SETTINGS.sessionAbsoluteSeconds / 3600)) * 3600,
       trustedProxyHops: int('TRUSTED_PROXY_HOPS', 0),
+      signUp: oneOf('DASHBOARD_SIGN_UP', ['off', 'on'] as const) === 'on',
+      signUpSparks: int('DASHBOARD_SIGN_UP_SPARKS', 0),
     },
     smtpUrl: str('SMTP_URL'),
     mailFrom: str('MAIL_FROM') ?? `Product imagery <no-reply@${new URL(publicBaseUrl).hostname}>`,

@@ -43,13 +43,20 @@ export function generateApiKey(): string {
 
 export interface CreatedKey { keyId: number; apiKey: string; key: KeyView }
 
+/** An account with its first key (the operator CLI's `account:create`). */
 export async function createAccount(db: DataSource, name: string, sparks: number): Promise<{ accountId: number } & CreatedKey> {
   return db.transaction(async (m) => {
-    const account = await m.save(m.create(Account, { name, balance: 0, held: 0 }));
-    if (sparks > 0) await grantSparks(m, account.id, sparks, `grant:account-create:${account.id}`);
-    const key = await insertKey(m.getRepository(ApiKey), account.id, 'default', 'api_key_inbox');
-    return { accountId: account.id, ...key };
+    const accountId = await insertAccount(m, name, sparks);
+    const key = await insertKey(m.getRepository(ApiKey), accountId, 'default', 'api_key_inbox');
+    return { accountId, ...key };
   });
+}
+
+/** An account without keys, `sparks` granted, in the caller's transaction; answers its id. */
+export async function insertAccount(m: EntityManager, name: string, sparks: number): Promise<number> {
+  const account = await m.save(m.create(Account, { name, balance: 0, held: 0 }));
+  if (sparks > 0) await grantSparks(m, account.id, sparks, `grant:account-create:${account.id}`);
+  return account.id;
 }
 
 /**

@@ -36,27 +36,32 @@ export class UnknownAccount extends Error {}
 export async function inviteUser(
   db: DataSource, input: { accountId: number; email: string; role: Role },
 ): Promise<{ userId: number; token: string } | 'taken'> {
-  return db.transaction(async (m) => {
-    if (!(await lockAccount(m, input.accountId))) throw new UnknownAccount(`account ${input.accountId} not found`);
-    // The email's row, made here or found: one statement, so two invitations of one new email at once (even into two
-    // accounts) make one user and find it, never a duplicate key.
-    const inserted = await sqlRow<{ id: number }>(m,
-      'INSERT INTO users (account_id, email, role) VALUES ($1, $2, $3) ON CONFLICT ((lower(email))) DO NOTHING RETURNING id',
-      [input.accountId, input.email, input.role]);
-    let userId = inserted?.id;
-    if (userId === undefined) {
-      const existing = await sqlRow<{ id: number; account_id: number; has_password: boolean; removed: boolean }>(m,
-        'SELECT id, account_id, password_hash IS NOT NULL AS has_password, removed_at IS NOT NULL AS removed FROM users WHERE lower(email) = lower($1) FOR UPDATE',
-        [input.email]);
-      // Removed from any account, or invited here and not yet signed up: invited (again) here, with this role.
-      if (!existing || !(existing.removed || (existing.account_id === input.accountId && !existing.has_password))) return 'taken';
-      userId = existing.id;
-      await m.query('UPDATE users SET account_id = $2, role = $3, password_hash = NULL, removed_at = NULL, updated_at = now() WHERE id = $1',
-        [userId, input.accountId, input.role]);
-      await m.query('UPDATE user_links SET used_at = now() WHERE user_id = $1 AND used_at IS NULL', [userId]);
-    }
-    return { userId, token: await createLink(m, userId, 'invite', INVITE_LINK_SECONDS) };
-  });
+  return db.transaction((m) => inviteUserIn(m, input));
+}
+
+/** inviteUser in the caller's transaction. */
+export async function inviteUserIn(
+  m: EntityManager, input: { accountId: number; email: string; role: Role },
+): Promise<{ userId: number; token: string } | 'taken'> {
+  if (!(await lockAccount(m, input.accountId))) throw new UnknownAccount(`account ${input.accountId} not found`);
+  // The email's row, made here or found: one statement, so two invitations of one new email at once (even into two
+  // accounts) make one user and find it, never a duplicate key.
+  const inserted = await sqlRow<{ id: number }>(m,
+    'INSERT INTO users (account_id, email, role) VALUES ($1, $2, $3) ON CONFLICT ((lower(email))) DO NOTHING RETURNING id',
+    [input.accountId, input.email, input.role]);
+  let userId = inserted?.id;
+  if (userId === undefined) {
+    const existing = await sqlRow<{ id: number; account_id: number; has_password: boolean; removed: boolean }>(m,
+      'SELECT id, account_id, password_hash IS NOT NULL AS has_password, removed_at IS NOT NULL AS removed FROM users WHERE lower(email) = lower($1) FOR UPDATE',
+      [input.email]);
+    // Removed from any account, or invited here and not yet signed up: invited (again) here, with this role.
+    if (!existing || !(existing.removed || (existing.account_id === input.accountId && !existing.has_password))) return 'taken';
+    userId = existing.id;
+    await m.query('UPDATE users SET account_id = $2, role = $3, password_hash = NULL, removed_at = NULL, updated_at = now() WHERE id = $1',
+      [userId, input.accountId, input.role]);
+    await m.query('UPDATE user_links SET used_at = now() WHERE user_id = $1 AND used_at IS NULL', [userId]);
+  }
+  return { userId, token: await createLink(m, userId, 'invite', INVITE_LINK_SECONDS) };
 }
 
 /** An email as the API's schemas take it (ajv-formats' `email`), for the CLI, which has no schema. */

@@ -1,7 +1,8 @@
 /**
  * The dashboard's one-time links by email (`SMTP_URL`), against a real SMTP server run by the suite (smtp-server):
  * an owner's invitation and a password reset arrive with a link that signs in; a reset for an email without a user
- * sends nothing; a mail server that refuses at first gets the mail on a later attempt.
+ * sends nothing; a mail server that refuses at first gets the mail on a later attempt; open sign-up (on here) makes
+ * an account whose owner signs in through the mailed link, and an email that has a user makes nothing.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
@@ -36,7 +37,9 @@ describe('dashboard links by email', function () {
       },
     });
     await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
-    stack = await startStack({ withWorker: false, smtpUrl: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}` });
+    stack = await startStack({
+      withWorker: false, smtpUrl: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`, dashboard: { signUp: true, signUpSparks: 25 },
+    });
   });
   after(async () => {
     await stack?.stop();
@@ -75,5 +78,28 @@ describe('dashboard links by email', function () {
     assert.deepEqual(inbox.filter((m) => m.to === stranger), [], 'nothing for an email without a user');
     const redeemed = await dashboardBrowser(stack.baseUrl).call('POST', '/links/redeem', { token: tokenIn(mail), password: 'another long password' });
     assert.deepEqual([redeemed.status, redeemed.body.user.email], [200, email]);
+  });
+
+  it('open sign-up makes an account with its sparks, owned through the mailed link; an email with a user makes nothing', async () => {
+    const email = `signs-up-${Date.now()}@example.com`;
+    const anonymous = dashboardBrowser(stack.baseUrl);
+    assert.deepEqual((await anonymous.call('GET', '/features')).body, { sign_up: true });
+    const answer = await anonymous.call('POST', '/sign-up', { email, account_name: '<b>Acme</b>' });
+    assert.deepEqual([answer.status, answer.body.message], [202, 'If this email can make an account, a link to choose your password is on its way']);
+    const [mail] = await mailTo(email);
+    const owner = dashboardBrowser(stack.baseUrl);
+    const redeemed = await owner.call('POST', '/links/redeem', { token: tokenIn(mail), password: 'a long enough password' });
+    assert.deepEqual([redeemed.status, redeemed.body.user.role], [200, 'owner']);
+    assert.equal((await owner.call('GET', '/overview')).body.balance, 25);
+    assert.deepEqual((await owner.call('GET', '/keys')).body.keys, [], 'no key until the owner makes one');
+    const [account] = await stack.db.query('SELECT name FROM accounts WHERE id = $1', [redeemed.body.user.account_id]);
+    assert.equal(account.name, '<b>Acme</b>');
+
+    const accountsBefore = (await stack.db.query('SELECT count(*)::int AS n FROM accounts'))[0].n;
+    const again = await anonymous.call('POST', '/sign-up', { email: email.toUpperCase() });
+    assert.deepEqual([again.status, again.body.message], [answer.status, answer.body.message], 'the same answer');
+    await stack.services.linkMail.drain();
+    assert.equal(inbox.filter((m) => m.to.toLowerCase() === email).length, 1, 'no second mail');
+    assert.equal((await stack.db.query('SELECT count(*)::int AS n FROM accounts'))[0].n, accountsBefore, 'no account made');
   });
 });

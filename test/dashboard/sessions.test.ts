@@ -4,6 +4,8 @@
  * the CSRF guard (Origin and token) on every route that changes something.
  */
 import assert from 'node:assert/strict';
+import { routeGroups } from '../../api/app';
+import type { Route } from '../../api/route';
 import { createLink, RESET_LINK_SECONDS } from '../../src/users/links';
 import { FAILURES_PER_EMAIL } from '../../src/users/sign-in';
 import { DASHBOARD_API, dashboardBrowser, signedInUser, TEST_PASSWORD } from '../support/dashboard-client';
@@ -162,10 +164,17 @@ describe('dashboard sessions', function () {
     const account = await newAccount(stack.db, 10);
     const anonymous = dashboardBrowser(stack.baseUrl);
     const withKey = { Authorization: `Bearer ${account.apiKey}` };
-    for (const [method, path] of [['GET', '/session'], ['GET', '/keys'], ['POST', '/keys'], ['GET', '/members'], ['POST', '/sign-out']] as const) {
-      const answer = await anonymous.call(method, path, method === 'POST' ? {} : undefined, withKey);
-      assert.deepEqual([answer.status, answer.body.detail.error], [401, 'not_signed_in'], `${method} ${path}`);
+    const routes = routeGroups(stack.services).filter((g) => g.prefix === DASHBOARD_API).flatMap((g) => g.routes) as (Route & { access: string })[];
+    assert.deepEqual(routes.filter((r) => r.access === 'public').map((r) => `${r.method.toUpperCase()} ${r.path}`).sort(),
+      ['GET /features', 'POST /links/redeem', 'POST /password-reset', 'POST /sign-in', 'POST /sign-up']);
+    for (const { method, path } of routes.filter((r) => r.access !== 'public')) {
+      const concrete = path.replace(/\{delivery_id\}/, '00000000-0000-4000-8000-000000000000').replace(/\{[a-z_]+\}/g, '1');
+      const answer = await anonymous.call(method.toUpperCase(), concrete, method === 'get' ? undefined : {}, withKey);
+      assert.deepEqual([answer.status, answer.body?.detail?.error], [401, 'not_signed_in'], `${method} ${path}`);
     }
+    assert.deepEqual((await anonymous.call('GET', '/features')).body, { sign_up: false });
+    const closed = await anonymous.call('POST', '/sign-up', { email: 'someone@example.com' });
+    assert.deepEqual([closed.status, closed.body.detail.error], [403, 'sign_up_closed'], 'open sign-up is off by default');
     // And the public API is key-only: a dashboard session opens nothing there.
     const { browser } = await signedInUser(stack.baseUrl, stack.db);
     const balance = await apiClient(stack.baseUrl)('GET', `${V1}/balance`, undefined, { Cookie: `imagery_session=${browser.cookie()}` });

@@ -14,7 +14,7 @@ import { createApp } from '../../api/app';
 import { BodyBytesInFlight } from '../../api/middleware/body-bytes-in-flight';
 import type { ApiServices } from '../../api/services';
 import { openDatabase } from '../../src/db/data-source';
-import { type Config, DEFAULT_LIVE_STREAM_LIMITS, type LiveStreamLimits, loadConfig } from '../../src/config';
+import { type Config, DEFAULT_DASHBOARD_SETTINGS, DEFAULT_LIVE_STREAM_LIMITS, type DashboardSettings, type LiveStreamLimits, loadConfig } from '../../src/config';
 import { createApiServer } from '../../api/server';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { allFrom, Providers } from '../../src/providers';
@@ -79,6 +79,8 @@ export interface StackOptions {
   http?: Partial<Pick<Config, 'httpHeadersTimeoutSeconds' | 'httpRequestTimeoutSeconds' | 'httpIdleTimeoutSeconds' | 'httpKeepAliveTimeoutSeconds'>>;
   /** Where the dashboard's links are mailed (the service log when left out). */
   smtpUrl?: string;
+  /** The dashboard's settings that differ from DEFAULT_DASHBOARD_SETTINGS. */
+  dashboard?: Partial<DashboardSettings>;
 }
 
 /** The provider route the API gives an action of `product` on this stack (a video advanced on timers every second). */
@@ -131,6 +133,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
       funnelIdleTimeoutSeconds: options.funnelIdleTimeoutSeconds ?? 86_400,
       assetDelivery: options.assetDelivery, s3PresignSeconds: options.s3PresignSeconds, httpIdleTimeoutSeconds: timeouts.httpIdleTimeoutSeconds,
+      dashboard: { ...DEFAULT_DASHBOARD_SETTINGS, ...options.dashboard },
     },
     db, temporal, store, signer, providers: deps.providers, outbound, secrets: TEST_SECRETS,
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? defaults.maxBodyBytesInFlight),
