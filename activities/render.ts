@@ -14,10 +14,11 @@ import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/pr
 import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { databaseAway } from '../src/db/sql';
 import { isValidAssetKey } from '../src/storage/asset-store';
+import { makeThumbnail, thumbnailKeyOf } from '../src/media/thumbnails';
 import { JobMove, moveJobRecord } from '../src/jobs/lifecycle';
 import type { ActionEnd } from '../src/actions/lifecycle';
 import {
-  completeRendered, forgetProviderTask, providerTaskOf, recordedEnd, recordProgress, recordProviderTask, startAction,
+  completeRendered, forgetProviderTask, markThumbnailed, providerTaskOf, recordedEnd, recordProgress, recordProviderTask, startAction,
 } from '../src/actions/lifecycle';
 import type { ActivityDeps } from './deps';
 
@@ -153,8 +154,13 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
     found?.stream.destroy();
     return found ? key : undefined;
   };
+  /** Stores a result; an image's thumbnail first (so a stored result always has its thumbnail), and says so. */
   const storeResult = async (actionId: number, rendered: RenderedAsset, name?: string) => {
     const key = resultKey(actionId, rendered.extension, name);
+    if (rendered.extension !== 'mp4') {
+      await store.put(thumbnailKeyOf(key), await makeThumbnail(rendered.bytes));
+      await markThumbnailed(db.manager, actionId);
+    }
     await store.put(key, rendered.bytes);
     return key;
   };

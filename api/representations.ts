@@ -1,6 +1,8 @@
 /** How read-model rows look on the wire (snake_case, ISO timestamps). */
 import type { Action, Card, Project } from '../src/db/entities';
 import type { HoldStatus } from '../src/db/entities/spark-hold';
+import { thumbnailKeyOf } from '../src/media/thumbnails';
+import type { UrlSigner } from '../src/storage/signed-urls';
 
 /** ISO 8601 or null; accepts what node-postgres gives for raw queries too. */
 export const iso = (date: Date | string | null | undefined) => (date ? new Date(date).toISOString() : null);
@@ -12,10 +14,15 @@ export function projectView(p: Project) {
   };
 }
 
-export function actionSummaryView(a: Action) {
+/** A fresh signed URL of a completed result's thumbnail, or null (a video, a result stored before thumbnails). */
+export function thumbUrl(signer: UrlSigner, a: Pick<Action, 'status' | 'assetPath' | 'hasThumbnail'>): string | null {
+  return a.status === 'completed' && a.assetPath && a.hasThumbnail ? signer.url(thumbnailKeyOf(a.assetPath)).url : null;
+}
+
+export function actionSummaryView(a: Action, signer: UrlSigner) {
   return {
     id: a.id, card_id: a.cardId, type: a.type, status: a.status, depth: a.depth, parent_action_id: a.parentActionId,
-    asset_path: a.assetPath, created_at: iso(a.createdAt), completed_at: iso(a.completedAt),
+    asset_path: a.assetPath, thumb_url: thumbUrl(signer, a), created_at: iso(a.createdAt), completed_at: iso(a.completedAt),
   };
 }
 

@@ -18,6 +18,7 @@ import { ReconcilerProgress1732300000017 } from './1732300000017-ReconcilerProgr
 import { CreationOrderIndexes1732300000018 } from './1732300000018-CreationOrderIndexes';
 import { DashboardUsers1732300000019 } from './1732300000019-DashboardUsers';
 import { LedgerIndexes1732300000020 } from './1732300000020-LedgerIndexes';
+import { ActionThumbnails1732300000021 } from './1732300000021-ActionThumbnails';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   CreationOrderIndexes1732300000018,
   DashboardUsers1732300000019,
   LedgerIndexes1732300000020,
+  ActionThumbnails1732300000021,
 ];

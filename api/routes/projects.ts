@@ -43,7 +43,7 @@ function applyBody(project: Project, body: ProjectBody): void {
   if (body.comment !== undefined) project.comment = body.comment;
 }
 
-export function projectRoutes({ db }: ApiServices): Route[] {
+export function projectRoutes({ db, signer }: ApiServices): Route[] {
   return [
     {
       method: 'post', path: '/projects', operationId: 'createProject', tag: 'Projects and cards', summary: 'Create a project',
@@ -107,7 +107,7 @@ export function projectRoutes({ db }: ApiServices): Route[] {
       async handle(ctx, { params }) {
         const project = await requireOwn(db.manager, Project, params.project_id, ctx.state.caller, 'Project');
         const { cards, actions } = await contentsOfProject(db.manager, project.id);
-        ctx.body = { ...projectView(project), cards: cards.map(cardView), actions: actions.map(actionSummaryView) };
+        ctx.body = { ...projectView(project), cards: cards.map(cardView), actions: actions.map((a) => actionSummaryView(a, signer)) };
       },
     },
     {

@@ -9,8 +9,8 @@ import { AppError } from '../../src/errors';
 import { assertOwn, requireOwn } from '../../src/accounts/ownership';
 import type { Route } from '../route';
 import { actionIdPath } from '../schemas/generate';
-import { MONEY_FIELDS, MONEY_PROPERTIES, ref } from '../schemas/shared';
-import { moneyView } from '../representations';
+import { MONEY_FIELDS, MONEY_PROPERTIES, ref, THUMB_URL_DESCRIPTION } from '../schemas/shared';
+import { moneyView, thumbUrl } from '../representations';
 import type { ApiServices } from '../services';
 import type { Caller } from '../../src/services';
 import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents } from '../live/event-stream';
@@ -128,6 +128,7 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
                     project_id: { type: 'integer' }, card_id: { type: 'integer' }, parent_action_id: { type: ['integer', 'null'] },
                     depth: { type: 'integer' }, client_group_id: { type: ['string', 'null'] },
                     result_url: { type: ['string', 'null'] }, result_url_expires_at: { type: ['string', 'null'], format: 'date-time' },
+                    thumb_url: { type: ['string', 'null'], description: THUMB_URL_DESCRIPTION },
                     error_message: { type: ['string', 'null'] },
                     created_at: { type: 'string', format: 'date-time' }, completed_at: { type: ['string', 'null'], format: 'date-time' },
                     ...MONEY_PROPERTIES,
@@ -154,7 +155,7 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
           items: rows.map((a) => ({
             action_id: a.id, type: a.type, status: a.status, project_id: a.projectId, card_id: a.cardId,
             parent_action_id: a.parentActionId, depth: a.depth, client_group_id: a.clientGroupId,
-            ...resultUrl(a), error_message: a.errorMessage,
+            ...resultUrl(a), thumb_url: thumbUrl(signer, a), error_message: a.errorMessage,
             created_at: a.createdAt.toISOString(), completed_at: a.completedAt?.toISOString() ?? null,
             ...moneyView(a.price, holds.get(a.id) ?? { hold_status: null, hold_amount: null }),
           })),

@@ -22,6 +22,9 @@ export const MONEY_PROPERTIES = {
 } as const;
 export const MONEY_FIELDS = ['price', 'held', 'charged'] as const;
 
+export const THUMB_URL_DESCRIPTION = 'Fresh signed URL of a small WebP thumbnail (at most 320 px a side) of a completed image result; '
+  + 'null for a video, and for a result stored before thumbnails were made';
+
 export const SHARED_SCHEMAS = {
   ImageInput: {
     $id: 'ImageInput',
@@ -147,6 +150,7 @@ export const SHARED_SCHEMAS = {
       depth: { type: 'integer', default: 0 },
       parent_action_id: nullable('integer'),
       asset_path: nullable('string'),
+      thumb_url: nullable('string', { description: THUMB_URL_DESCRIPTION }),
       created_at: nullable('string', { format: 'date-time' }),
       completed_at: nullable('string', { format: 'date-time' }),
     },

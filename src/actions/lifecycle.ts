@@ -275,6 +275,11 @@ export async function providerTaskOf(m: EntityManager, actionId: number): Promis
   return (await sqlRow(m, 'SELECT provider_task_id FROM actions WHERE id = $1', [actionId]))?.provider_task_id ?? null;
 }
 
+/** Records that the action's results are stored with thumbnails (each one before its result). */
+export async function markThumbnailed(m: EntityManager, actionId: number): Promise<void> {
+  await m.query('UPDATE actions SET has_thumbnail = true WHERE id = $1 AND NOT has_thumbnail', [actionId]);
+}
+
 /** The provider's percent for live progress; a change adds an action event (migration ActionEvents). */
 export async function recordProgress(m: EntityManager, actionId: number, percent: number): Promise<void> {
   await m.query('UPDATE actions SET progress = $2 WHERE id = $1 AND progress IS DISTINCT FROM $2', [actionId, percent]);

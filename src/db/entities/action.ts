@@ -48,6 +48,10 @@ export class Action extends BaseRecord {
   @Column({ name: 'asset_path', type: 'text', nullable: true })
   assetPath: string | null;
 
+  /** Whether its results are stored with a thumbnail (`thumbnailKeyOf(assetPath)`; migration ActionThumbnails). */
+  @Column({ name: 'has_thumbnail', type: 'boolean', default: false })
+  hasThumbnail: boolean;
+
   @Column({ name: 'error_message', type: 'text', nullable: true })
   errorMessage: string | null;
 
