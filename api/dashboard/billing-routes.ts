@@ -1,11 +1,12 @@
 /**
  * The account's billing ledger in the dashboard: grants, holds, charges and releases, newest first, each with its
- * action; paged by an opaque cursor, and the whole of it as CSV (streamed a thousand entries at a time).
+ * action; paged by an opaque cursor, and the whole of it as CSV (streamed a thousand entries at a time, one export per
+ * user at a time; a cell that a spreadsheet would read as a formula is escaped).
  */
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
 import { decodeCursor, encodeCursor, type LedgerEntry, ledgerPage } from '../../src/billing/ledger';
-import { ValidationFailed } from '../../src/errors';
+import { AppError, ValidationFailed } from '../../src/errors';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
 import { iso } from '../representations';
@@ -28,6 +29,8 @@ const entrySchema = {
 const entryView = (e: LedgerEntry) => ({ ...e, at: iso(e.at) });
 
 export function billingRoutes({ db }: ApiServices): Route[] {
+  /** The users whose export this process is sending: one at a time each. */
+  const exporting = new Set<number>();
   return [
     dashboardRoute({
       method: 'get', path: '/ledger', operationId: 'ledger', access: 'member', summary: 'The account\'s money moves, newest first, a page at a time',
@@ -50,20 +53,37 @@ export function billingRoutes({ db }: ApiServices): Route[] {
     }),
     dashboardRoute({
       method: 'get', path: '/ledger.csv', operationId: 'ledgerCsv', access: 'member', summary: 'The whole ledger as CSV, newest first',
-      responses: { 200: { description: 'The ledger', mediaType: 'text/csv', schema: { type: 'string' } } },
+      responses: {
+        200: { description: 'The ledger', mediaType: 'text/csv', schema: { type: 'string' } },
+        429: { description: '`export_in_progress`: one export per user at a time' },
+      },
       async handle(ctx, { user }) {
-        async function* rows() {
-          yield stringify([CSV_COLUMNS]);
-          let after;
-          do {
-            const page = await ledgerPage(db, user.accountId, after, CSV_PAGE);
-            yield stringify(page.entries.map((e) => [iso(e.at), e.kind, e.amount, e.action_id ?? '', e.reference ?? '']));
-            after = page.next ?? undefined;
-          } while (after);
+        if (exporting.has(user.userId)) {
+          throw new AppError(429, 'export_in_progress', 'An export of yours is still being sent; wait for it to finish', undefined, { 'Retry-After': '5' });
         }
+        exporting.add(user.userId);
+        async function* rows() {
+          try {
+            yield stringify([CSV_COLUMNS]);
+            let after;
+            do {
+              const page = await ledgerPage(db, user.accountId, after, CSV_PAGE);
+              yield stringify(page.entries.map((e) => [iso(e.at), e.kind, e.amount, e.action_id ?? '', e.reference ?? '']), { escape_formulas: true });
+              after = page.next ?? undefined;
+            } while (after);
+          } catch (err) {
+            // Mid-download: the connection is cut, so that the browser shows a failed download, not a short file.
+            ctx.res.destroy();
+            ctx.app.emit('error', err, ctx);
+          } finally {
+            exporting.delete(user.userId);
+          }
+        }
+        const body = Readable.from(rows());
+        body.once('close', () => exporting.delete(user.userId)); // also when the reader left before the end
         ctx.type = 'text/csv; charset=utf-8';
         ctx.attachment(`ledger-account-${user.accountId}.csv`);
-        ctx.body = Readable.from(rows());
+        ctx.body = body;
       },
     }),
   ];

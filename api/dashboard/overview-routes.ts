@@ -10,6 +10,7 @@ import type { Route } from '../route';
 import type { ApiServices } from '../services';
 import { iso } from '../representations';
 import { streamSnapshots } from '../live/snapshot-stream';
+import { DASHBOARD_STREAMS_PER_USER } from '../live/action-event-hub';
 import { dashboardRoute } from './session-guard';
 
 /** Actions the overview lists. */
@@ -57,6 +58,22 @@ export function overviewRoutes({ db, liveEvents }: ApiServices): Route[] {
     };
   }
 
+  /**
+   * The overview for a stream: the hub wakes every stream of an account in one synchronous loop, so reads asked for
+   * in the same turn of the event loop share one (every one of them begun after the wake), however many streams
+   * the account has open; the next turn reads afresh.
+   */
+  const readsThisTurn = new Map<number, ReturnType<typeof overview>>();
+  function sharedOverview(accountId: number) {
+    let read = readsThisTurn.get(accountId);
+    if (!read) {
+      read = overview(accountId);
+      readsThisTurn.set(accountId, read);
+      setImmediate(() => readsThisTurn.delete(accountId));
+    }
+    return read;
+  }
+
   return [
     dashboardRoute({
       method: 'get', path: '/overview', operationId: 'overview', access: 'member',
@@ -71,13 +88,13 @@ export function overviewRoutes({ db, liveEvents }: ApiServices): Route[] {
       summary: `The overview as Server-Sent Events: an \`overview\` event at once and whenever it changes; ends after ${OVERVIEW_STREAM_SECONDS} s (reconnect)`,
       responses: {
         200: { description: '`text/event-stream`' },
-        429: { description: '`too_many_streams`: this user holds as many streams as one API key may' },
+        429: { description: `\`too_many_streams\`: this user holds ${DASHBOARD_STREAMS_PER_USER} overview streams open in this process` },
       },
       async handle(ctx, { user }) {
         await streamSnapshots(ctx, {
           event: 'overview',
           subscribe: (subscriber) => liveEvents.subscribeAccount(user.accountId, user.userId, subscriber),
-          read: () => overview(user.accountId),
+          read: () => sharedOverview(user.accountId),
           heartbeatSeconds: liveEvents.limits.heartbeatSeconds,
           maxSeconds: Math.min(OVERVIEW_STREAM_SECONDS, liveEvents.limits.maxSeconds),
           minIntervalMs: OVERVIEW_MIN_INTERVAL_MS,

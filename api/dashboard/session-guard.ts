@@ -11,6 +11,7 @@
 import type { Context, Middleware } from 'koa';
 import { DEFAULT_DASHBOARD_SETTINGS } from '../../src/config';
 import { AppError, notFound } from '../../src/errors';
+import { log } from '../../src/log';
 import type { SessionUser } from '../../src/users/sessions';
 import { sessionOf } from '../../src/users/sessions';
 import { sameToken } from '../../src/users/secret-tokens';
@@ -116,4 +117,14 @@ export async function hidingOtherAccounts<T>(work: Promise<T>, what: string): Pr
   } catch (err) {
     throw err instanceof AppError && err.status === 403 && err.code === 'forbidden' ? notFound(what) : err;
   }
+}
+
+/**
+ * Runs `work` once the answer has gone (or the client left): for what must not make an answer take longer in one
+ * case than another (a reset link made only for an email that has a user). A failure is logged.
+ */
+export function afterAnswer(ctx: Context, what: string, work: () => Promise<unknown>): void {
+  ctx.res.once('close', () => {
+    work().catch((err: unknown) => log.warn(`${what} failed after its answer`, { error: (err as Error).message }));
+  });
 }

@@ -12,7 +12,7 @@ import { signIn } from '../../src/users/sign-in';
 import { passwordHashOf } from '../../src/users/users';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
-import { clearSessionCookie, clientAddress, dashboardRoute, dashboardSettings, setSessionCookie } from './session-guard';
+import { afterAnswer, clearSessionCookie, clientAddress, dashboardRoute, dashboardSettings, setSessionCookie } from './session-guard';
 
 /** Wrong current passwords a user may give to a password change per 15 minutes. */
 const PASSWORD_CHANGE_ATTEMPTS = 10;
@@ -155,9 +155,14 @@ export function sessionRoutes({ db, config, linkMail }: ApiServices): Route[] {
         const throttled = await takeAttempt(db, [
           { subject: `reset:${body.email.toLowerCase()}`, limit: RESETS_PER_EMAIL }, { subject: `reset-address:${clientAddress(ctx, settings.trustedProxyHops)}`, limit: RESETS_PER_ADDRESS },
         ]);
-        const reset = throttled === undefined ? await createResetLink(db, body.email) : undefined;
-        // Mailed after this answer (SMTP_URL), or written to the service log: the answer takes as long either way.
-        if (reset) linkMail.send({ to: reset.email, userId: reset.userId, purpose: 'reset', link: linkUrl(config.publicBaseUrl, reset.token) });
+        // Made and sent after this answer (mailed through SMTP_URL, or written to the service log), so that the answer
+        // does the same work whether or not the email has a user.
+        if (throttled === undefined) {
+          afterAnswer(ctx, 'a password reset', async () => {
+            const reset = await createResetLink(db, body.email);
+            if (reset) linkMail.send({ to: reset.email, userId: reset.userId, purpose: 'reset', link: linkUrl(config.publicBaseUrl, reset.token) });
+          });
+        }
         ctx.status = 202;
         ctx.body = { message: 'If this email has a user, a reset link is on its way' };
       },

@@ -9,7 +9,7 @@ import { takeAttempt } from '../../src/users/password-attempts';
 import { signUp } from '../../src/users/sign-up';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
-import { clientAddress, dashboardRoute, dashboardSettings } from './session-guard';
+import { afterAnswer, clientAddress, dashboardRoute, dashboardSettings } from './session-guard';
 
 /** Sign-ups an email may ask for per 15 minutes, and an address. */
 const SIGN_UPS_PER_EMAIL = 3;
@@ -42,9 +42,13 @@ export function signUpRoutes({ db, config, linkMail }: ApiServices): Route[] {
           { subject: `sign-up:${body.email.toLowerCase()}`, limit: SIGN_UPS_PER_EMAIL },
           { subject: `sign-up-address:${clientAddress(ctx, settings.trustedProxyHops)}`, limit: SIGN_UPS_PER_ADDRESS },
         ]);
-        const made = throttled === undefined
-          ? await signUp(db, { email: body.email, accountName: body.account_name ?? body.email, sparks: settings.signUpSparks }) : 'taken';
-        if (made !== 'taken') linkMail.send({ to: body.email, userId: made.userId, purpose: 'invite', link: linkUrl(config.publicBaseUrl, made.token) });
+        // Made after this answer, so that it does the same work whether or not the email could sign up.
+        if (throttled === undefined) {
+          afterAnswer(ctx, 'a sign-up', async () => {
+            const made = await signUp(db, { email: body.email, accountName: body.account_name ?? body.email, sparks: settings.signUpSparks });
+            if (made !== 'taken') linkMail.send({ to: body.email, userId: made.userId, purpose: 'invite', link: linkUrl(config.publicBaseUrl, made.token) });
+          });
+        }
         ctx.status = 202;
         ctx.body = { message: ANSWER };
       },

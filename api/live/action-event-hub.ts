@@ -29,6 +29,8 @@ const STREAMS_BUSY_RETRY_AFTER_SECONDS = 5;
 /** After a reconnect, the streams' catch-up reads are spread over this long at most (1 ms per stream). */
 const MAX_WAKE_SPREAD_MS = 5_000;
 const RETRY_MS = { first: 1_000, max: 30_000 };
+/** Streams that follow an account one dashboard user may hold open in one process (a browser's tabs). */
+export const DASHBOARD_STREAMS_PER_USER = 5;
 /** Actions announced within this long are resolved to their accounts together, for the streams that follow accounts. */
 const ACCOUNT_WAKE_MS = 250;
 
@@ -75,7 +77,7 @@ export class ActionEventHub {
    * `limits.perKey` streams in this process, 503 when the process holds `limits.perProcess`.
    */
   async subscribe(actionId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
-    const uncount = this.count(this.perKey, keyId, 'This API key');
+    const uncount = this.count(this.perKey, keyId, this.limits.perKey, 'This API key holds', 'the most one key may');
     try {
       await this.listening();
     } catch (err) {
@@ -102,10 +104,11 @@ export class ActionEventHub {
 
   /**
    * Registers `subscriber` to be woken when any action of `accountId` may have moved (at most once per
-   * ACCOUNT_WAKE_MS), as one of dashboard user `userId`'s streams, under the same limits as a key's streams.
+   * ACCOUNT_WAKE_MS), as one of dashboard user `userId`'s streams: at most DASHBOARD_STREAMS_PER_USER per user (a
+   * browser's tabs), and within the process's limit.
    */
   async subscribeAccount(accountId: number, userId: number, subscriber: EventSubscriber): Promise<() => void> {
-    const uncount = this.count(this.perUser, userId, 'This dashboard user');
+    const uncount = this.count(this.perUser, userId, DASHBOARD_STREAMS_PER_USER, 'This dashboard user holds', 'the most one user may');
     try {
       await this.listening();
     } catch (err) {
@@ -121,16 +124,16 @@ export class ActionEventHub {
 
   /**
    * Counts a stream of `holder` (a key or a user) before anything is held, refusing it with 429 `too_many_streams`
-   * when the holder has `limits.perKey` streams in this process, 503 when the process holds `limits.perProcess`;
-   * answers the uncount (idempotent). Counted before waiting for the LISTEN connection, so that streams opened
-   * together cannot pass the limits.
+   * when the holder has `limit` streams in this process, 503 when the process holds `limits.perProcess`; answers
+   * the uncount (idempotent). Counted before waiting for the LISTEN connection, so that streams opened together
+   * cannot pass the limits.
    */
-  private count(counts: Map<number, number>, holder: number, who: string): () => void {
+  private count(counts: Map<number, number>, holder: number, limit: number, holds: string, most: string): () => void {
     if (this.closed) throw new Error('the live-progress hub is closed');
     const held = counts.get(holder) ?? 0;
-    if (held >= this.limits.perKey) {
-      throw new AppError(429, 'too_many_streams', `${who} holds ${held} live-progress streams open, the most one may; close one first`,
-        { limit: this.limits.perKey }, { 'Retry-After': String(STREAMS_BUSY_RETRY_AFTER_SECONDS) });
+    if (held >= limit) {
+      throw new AppError(429, 'too_many_streams', `${holds} ${held} live-progress streams open, ${most}; close one first`,
+        { limit }, { 'Retry-After': String(STREAMS_BUSY_RETRY_AFTER_SECONDS) });
     }
     if (this.open >= this.limits.perProcess) {
       throw generationUnavailable('The server holds as many live-progress streams as it can; try again shortly, or poll', STREAMS_BUSY_RETRY_AFTER_SECONDS);

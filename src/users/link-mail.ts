@@ -2,9 +2,10 @@
  * How a one-time link reaches its user: by email through the SMTP server of `SMTP_URL` (nodemailer), or, without one
  * (the embedded default), written to the service log for the operator to pass on.
  *
- * A link is sent after the request is answered, never awaited by it: an answer that waited for the mail server
- * would take longer for an email that has a user than for one that has none, and tell the difference. A send that
- * fails is tried twice more (after 2 and 10 s) and then logged without the link (the user asks again).
+ * A link is sent in the background, never awaited by a request: an answer that waited for the mail server would
+ * take longer for an email that has a user than for one that has none, and tell the difference. A send that fails
+ * is tried twice more (after 2 and 10 s) and then logged without the link (the user asks again). `smtp://` uses
+ * STARTTLS when the server offers it; add `?requireTLS=true` to refuse a server that does not (or use `smtps://`).
  */
 import nodemailer, { type Transporter } from 'nodemailer';
 import { log } from '../log';
@@ -20,6 +21,12 @@ export interface LinkMailer {
 }
 
 const RETRY_AFTER_MS = [2_000, 10_000];
+/** A mail server that does not answer is given up on within these (nodemailer's defaults wait up to 10 minutes). */
+const SMTP_TIMEOUTS = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 };
+/** Mails one process keeps waiting for the mail server at most; past it a link is dropped (and logged without it). */
+const MAX_SENDING = 100;
+/** Shutdown waits this long at most for the mails under way. */
+const DRAIN_MS = 15_000;
 
 const WORDING: Record<LinkPurpose, { subject: string; text: (link: string) => string }> = {
   invite: {
@@ -40,7 +47,11 @@ export function linkMailer(settings: { smtpUrl?: string; mailFrom: string }, ret
     sending.add(work);
     void work.finally(() => sending.delete(work));
   };
-  const drain = async () => { await Promise.allSettled([...sending]); };
+  const drain = async () => {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...sending]), new Promise((resolve) => { timer = setTimeout(resolve, DRAIN_MS); })]);
+    clearTimeout(timer);
+  };
 
   if (!settings.smtpUrl) {
     return {
@@ -50,9 +61,13 @@ export function linkMailer(settings: { smtpUrl?: string; mailFrom: string }, ret
       drain,
     };
   }
-  const transport: Transporter = nodemailer.createTransport(settings.smtpUrl);
+  const transport: Transporter = nodemailer.createTransport({ url: settings.smtpUrl, ...SMTP_TIMEOUTS });
   return {
     send(message) {
+      if (sending.size >= MAX_SENDING) {
+        log.warn('a dashboard link was not mailed: too many mails are waiting for the mail server', { userId: message.userId, purpose: message.purpose });
+        return;
+      }
       const wording = WORDING[message.purpose];
       background((async () => {
         for (let attempt = 0; ; attempt++) {

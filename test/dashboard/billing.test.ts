@@ -69,7 +69,9 @@ describe('dashboard billing', function () {
     const a = await signedInUser(stack.baseUrl, stack.db);
     const b = await signedInUser(stack.baseUrl, stack.db);
     await stack.db.transaction((m) => grantSparks(m, b.accountId, 7, `test:b-only:${b.accountId}`));
-    for (const cursor of ['nonsense', Buffer.from('["x","l",1]').toString('base64url'), Buffer.from('["2026-01-01","z",1]').toString('base64url')]) {
+    const forged = (position: unknown[]) => Buffer.from(JSON.stringify(position)).toString('base64url');
+    for (const cursor of ['nonsense', forged(['x', 'l', 1]), forged(['foo 1', 'l', 1]), forged(['2026-01-01 00:00:00.000000+00', 'z', 1]),
+      forged(['2026-01-01 00:00:00.000000+00', 'l', 3_000_000_000]), forged(['2026-13-45 99:00:00.000000+00', 'l', 1]), forged(['2026-02-30 10:00:00.000000+00', 'l', 1])]) {
       const refused = await a.browser.call('GET', `/ledger?cursor=${cursor}`);
       assert.deepEqual([refused.status, refused.body.detail[0].loc], [422, ['query', 'cursor']], cursor);
     }

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { DASHBOARD_API, signedInUser } from '../support/dashboard-client';
-import { apiClient, jpegBase64, V1 } from '../support/fixtures';
+import { DASHBOARD_STREAMS_PER_USER } from '../../api/live/action-event-hub';
+import { apiClient, eventually, jpegBase64, V1 } from '../support/fixtures';
 import { openSse } from '../support/sse-client';
 import { Stack, startStack } from '../support/stack';
 
@@ -61,5 +62,17 @@ describe('dashboard overview', function () {
     assert.equal((await a.browser.call('POST', '/sign-out')).status, 204);
     const refused = await openSse(`${stack.baseUrl}${DASHBOARD_API}/overview/events`, { Cookie: `imagery_session=${cookie}` });
     assert.equal(refused.status, 401);
+  });
+
+  it(`a user holds at most ${DASHBOARD_STREAMS_PER_USER} overview streams in a process; one more is refused until one closes`, async () => {
+    const { browser } = await signedInUser(stack.baseUrl, stack.db);
+    const streams = await Promise.all(Array.from({ length: DASHBOARD_STREAMS_PER_USER }, () => streamOf(browser)));
+    assert.deepEqual(streams.map((s) => s.status), streams.map(() => 200));
+    const refused = await streamOf(browser);
+    assert.equal(refused.status, 429);
+    assert.equal(JSON.parse(refused.text).detail.error, 'too_many_streams');
+    streams[0].drop();
+    await eventually(async () => (await streamOf(browser)).status, (status) => status === 200);
+    for (const s of streams) s.drop();
   });
 });

@@ -99,14 +99,15 @@ function DeliveryLog({ hook }: { hook: Webhook }) {
   const { error, change } = useChanges(() => api<{ deliveries: Delivery[] }>('GET', `/webhooks/${hook.id}/deliveries?limit=50`)
     .then((r) => setDeliveries(r.deliveries)));
   useEffect(() => { void change(async () => undefined); }, [hook.id]);
-  // Open, the log follows new deliveries: read again every 5 s, every 2 s while one is being sent.
+  // Open, the log follows new deliveries: read again every 5 s, every 2 s while one is being sent (and again after
+  // a read that failed).
   useEffect(() => {
-    if (deliveries === undefined) return undefined;
-    const timer = setTimeout(() => { void change(async () => undefined); }, deliveries.some((d) => d.status === 'pending') ? 2000 : 5000);
+    if (deliveries === undefined && !error) return undefined;
+    const timer = setTimeout(() => { void change(async () => undefined); }, deliveries?.some((d) => d.status === 'pending') ? 2000 : 5000);
     return () => clearTimeout(timer);
-  }, [deliveries]);
+  }, [deliveries, error]);
 
-  if (deliveries === undefined) return <p aria-busy="true">Loading…</p>;
+  if (deliveries === undefined) return error ? <ErrorNote message={error} /> : <p aria-busy="true">Loading…</p>;
   return (
     <div class="log">
       <ErrorNote message={error} />
