@@ -35,6 +35,7 @@ import { webhookRoutes } from './routes/webhooks';
 import { jobRoutes } from './routes/jobs';
 import type { ApiServices } from './services';
 import { billingRoutes } from './dashboard/billing-routes';
+import { galleryRoutes } from './dashboard/gallery-routes';
 import { keyRoutes } from './dashboard/key-routes';
 import { memberRoutes } from './dashboard/member-routes';
 import { overviewRoutes } from './dashboard/overview-routes';
@@ -63,7 +64,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
     ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
       routes: [...sessionRoutes(services), ...signUpRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services), ...dashboardWebhookRoutes(services),
-        ...billingRoutes(services)],
+        ...billingRoutes(services), ...galleryRoutes(services)],
     }] : []),
   ];
 }
@@ -135,7 +136,7 @@ export function createApp(services: ApiServices): Koa {
   app.use(serveAssets(services));
   for (const group of groups.filter((g) => g.authenticated)) app.use(underPrefix(group.prefix, guard));
   if (dashboardSettings(services.config).enabled) {
-    app.use(serveDashboardPages(path.join(__dirname, '..', 'web'))); // dist/web, next to dist/api
+    app.use(serveDashboardPages(path.join(__dirname, '..', 'web'), services.config.publicBaseUrl)); // dist/web, next to dist/api
     app.use(underPrefix(DASHBOARD_API_PREFIX, dashboardSessionGuard(services)));
   }
 

@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
-import { decodeCursor, encodeCursor, type LedgerEntry, ledgerPage } from '../../src/billing/ledger';
+import { decodeLedgerCursor, encodeLedgerCursor, type LedgerEntry, ledgerPage } from '../../src/billing/ledger';
 import { AppError, ValidationFailed } from '../../src/errors';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
@@ -45,10 +45,10 @@ export function billingRoutes({ db }: ApiServices): Route[] {
         },
       },
       async handle(ctx, { query, user }) {
-        const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+        const after = query.cursor === undefined ? undefined : decodeLedgerCursor(query.cursor);
         if (query.cursor !== undefined && !after) throw new ValidationFailed([{ loc: ['query', 'cursor'], msg: 'Not a cursor of this list', type: 'cursor' }]);
         const { entries, next } = await ledgerPage(db, user.accountId, after, query.limit);
-        ctx.body = { entries: entries.map(entryView), next_cursor: next && encodeCursor(next) };
+        ctx.body = { entries: entries.map(entryView), next_cursor: next && encodeLedgerCursor(next) };
       },
     }),
     dashboardRoute({

@@ -88,7 +88,7 @@ export function overviewRoutes({ db, liveEvents }: ApiServices): Route[] {
       summary: `The overview as Server-Sent Events: an \`overview\` event at once and whenever it changes; ends after ${OVERVIEW_STREAM_SECONDS} s (reconnect)`,
       responses: {
         200: { description: '`text/event-stream`' },
-        429: { description: `\`too_many_streams\`: this user holds ${DASHBOARD_STREAMS_PER_USER} overview streams open in this process` },
+        429: { description: `\`too_many_streams\`: this user holds ${DASHBOARD_STREAMS_PER_USER} dashboard streams open in this process` },
       },
       async handle(ctx, { user }) {
         await streamSnapshots(ctx, {

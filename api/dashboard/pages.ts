@@ -2,7 +2,8 @@
  * The dashboard's pages: the single-page app built into `dist/web/` (ops/build-web.ts), served under `/dashboard/`.
  * Hashed files (`/dashboard/assets/*`) are cached for a year; every other path is a page of the app, answered with
  * its `index.html`, revalidated each time. A strict Content-Security-Policy: everything from this origin, no inline
- * script, no framing.
+ * script, no framing; images and videos also from HTTPS origins (results are signed URLs of the public base URL,
+ * which a deployment may serve from another origin, or redirect to its object store's presigned ones).
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -12,12 +13,15 @@ import { DASHBOARD_API_PREFIX } from './session-guard';
 
 export const DASHBOARD_PREFIX = '/dashboard';
 
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "connect-src 'self'",
+/** The policy of the pages; `assetOrigin` is the public base URL's (where signed result URLs point). */
+const contentSecurityPolicy = (assetOrigin: string) => [
+  "default-src 'self'", "script-src 'self'", "style-src 'self'", `img-src 'self' ${assetOrigin} data: blob: https:`,
+  `media-src 'self' ${assetOrigin} https:`, "connect-src 'self'",
   "font-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
 ].join('; ');
 
-export function serveDashboardPages(webRoot: string): Middleware {
+export function serveDashboardPages(webRoot: string, publicBaseUrl: string): Middleware {
+  const policy = contentSecurityPolicy(new URL(publicBaseUrl).origin);
   return async (ctx, next) => {
     const p = ctx.path;
     const under = p === DASHBOARD_PREFIX || p.startsWith(`${DASHBOARD_PREFIX}/`);
@@ -25,7 +29,7 @@ export function serveDashboardPages(webRoot: string): Middleware {
     if (!under || api || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
     if (p === DASHBOARD_PREFIX) return ctx.redirect(`${DASHBOARD_PREFIX}/`);
     ctx.set({
-      'Content-Security-Policy': CONTENT_SECURITY_POLICY, 'X-Content-Type-Options': 'nosniff',
+      'Content-Security-Policy': policy, 'X-Content-Type-Options': 'nosniff',
       'Referrer-Policy': 'no-referrer', 'X-Frame-Options': 'DENY',
     });
     const file = p.slice(DASHBOARD_PREFIX.length + 1);

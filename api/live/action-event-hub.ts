@@ -29,8 +29,8 @@ const STREAMS_BUSY_RETRY_AFTER_SECONDS = 5;
 /** After a reconnect, the streams' catch-up reads are spread over this long at most (1 ms per stream). */
 const MAX_WAKE_SPREAD_MS = 5_000;
 const RETRY_MS = { first: 1_000, max: 30_000 };
-/** Streams that follow an account one dashboard user may hold open in one process (a browser's tabs). */
-export const DASHBOARD_STREAMS_PER_USER = 5;
+/** Streams one dashboard user may hold open in one process (a browser's tabs: overviews and action details). */
+export const DASHBOARD_STREAMS_PER_USER = 10;
 /** Actions announced within this long are resolved to their accounts together, for the streams that follow accounts. */
 const ACCOUNT_WAKE_MS = 250;
 
@@ -104,10 +104,22 @@ export class ActionEventHub {
 
   /**
    * Registers `subscriber` to be woken when any action of `accountId` may have moved (at most once per
-   * ACCOUNT_WAKE_MS), as one of dashboard user `userId`'s streams: at most DASHBOARD_STREAMS_PER_USER per user (a
-   * browser's tabs), and within the process's limit.
+   * ACCOUNT_WAKE_MS), as one of dashboard user `userId`'s streams (see `followAs`).
    */
-  async subscribeAccount(accountId: number, userId: number, subscriber: EventSubscriber): Promise<() => void> {
+  subscribeAccount(accountId: number, userId: number, subscriber: EventSubscriber): Promise<() => void> {
+    return this.followAs(userId, this.ofAccounts, accountId, subscriber);
+  }
+
+  /** Registers `subscriber` for `actionId`, as one of dashboard user `userId`'s streams (see `followAs`). */
+  subscribeActionAs(actionId: number, userId: number, subscriber: EventSubscriber): Promise<() => void> {
+    return this.followAs(userId, this.subscribers, actionId, subscriber);
+  }
+
+  /**
+   * A dashboard user's stream (the session guard checked the user on connect; the stream is short-lived and
+   * reconnects through it): at most DASHBOARD_STREAMS_PER_USER per user (a browser's tabs), within the process's limit.
+   */
+  private async followAs(userId: number, map: Map<number, Set<EventSubscriber>>, id: number, subscriber: EventSubscriber): Promise<() => void> {
     const uncount = this.count(this.perUser, userId, DASHBOARD_STREAMS_PER_USER, 'This dashboard user holds', 'the most one user may');
     try {
       await this.listening();
@@ -115,10 +127,10 @@ export class ActionEventHub {
       uncount();
       throw err;
     }
-    addTo(this.ofAccounts, accountId, subscriber);
+    addTo(map, id, subscriber);
     return () => {
       uncount();
-      removeFrom(this.ofAccounts, accountId, subscriber);
+      removeFrom(map, id, subscriber);
     };
   }
 

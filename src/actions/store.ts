@@ -6,6 +6,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { Action, Card } from '../db/entities';
 import type { HoldStatus } from '../db/entities/spark-hold';
 import { prepared, preparedRow } from '../db/prepared';
+import { positionTimeSql } from '../db/keyset';
 
 /** What a status poll shows of an action, by its primary key: only the columns the answer needs. */
 const ACTION_STATUS = prepared('action_status',
@@ -79,6 +80,13 @@ export function versionsOfCard(m: EntityManager, cardId: number): Promise<Action
 }
 
 
+/**
+ * SQL of the product an action (`a`, in project `p`) shows: its own request's, else its card's first generation's
+ * (an edit's), else its project's.
+ */
+const productNameOf = (a: string, p: string) => `COALESCE(${a}.params ->> 'productName',
+  (SELECT r.params ->> 'productName' FROM actions r WHERE r.card_id = ${a}.card_id AND r.depth = 0 ORDER BY r.id LIMIT 1), ${p}.product_name)`;
+
 /** One of the account's latest actions as the dashboard's overview lists it, with its v2 job where it has one. */
 export interface LatestActionRow {
   id: number; type: Action['type']; status: Action['status']; percent: number | null; product_name: string | null;
@@ -89,9 +97,64 @@ export interface LatestActionRow {
 export function latestActions(db: DataSource, accountId: number, limit: number): Promise<LatestActionRow[]> {
   return db.query(
     `SELECT a.id, a.type, a.status, CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END AS percent,
-            COALESCE(a.params ->> 'productName', p.product_name) AS product_name, j.id AS job_id, j.status AS job_status, j.phase, a.created_at, a.completed_at
+            ${productNameOf('a', 'p')} AS product_name, j.id AS job_id, j.status AS job_status, j.phase, a.created_at, a.completed_at
        FROM (SELECT * FROM actions WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2) a
        JOIN projects p ON p.id = a.project_id
        LEFT JOIN jobs j ON j.action_id = a.id
       ORDER BY a.created_at DESC, a.id DESC`, [accountId, limit]);
+}
+
+/** One action of the account's gallery, newest first. */
+export interface GalleryRow {
+  id: number; type: Action['type']; status: Action['status']; product_name: string | null; card_id: number; project_id: number;
+  asset_path: string | null; has_thumbnail: boolean; created_at: Date; position: string;
+}
+
+/**
+ * A page of the account's actions for the dashboard's gallery, newest first, after `after` (a row's `position`:
+ * its creation to the microsecond, in UTC, and its id), keyset-paged on the `actions_account_created` index.
+ */
+export function galleryPage(db: DataSource, accountId: number, after: { at: string; id: number } | undefined, limit: number): Promise<GalleryRow[]> {
+  return db.query(
+    `SELECT a.id, a.type, a.status, ${productNameOf('a', 'p')} AS product_name, a.card_id, a.project_id,
+            a.asset_path, a.has_thumbnail, a.created_at,
+            ${positionTimeSql('a.created_at')} AS position
+       FROM (SELECT * FROM actions WHERE account_id = $1 ${after ? 'AND (created_at, id) < ($3::timestamptz, $4)' : ''}
+              ORDER BY created_at DESC, id DESC LIMIT $2) a
+       JOIN projects p ON p.id = a.project_id
+      ORDER BY a.created_at DESC, a.id DESC`,
+    after ? [accountId, limit, after.at, after.id] : [accountId, limit]);
+}
+
+/** An action's recorded events (live progress's log), oldest first, at most `limit`. */
+export function actionTimeline(db: DataSource, actionId: number, limit: number): Promise<Array<{
+  seq: number; action_status: string; job_status: string | null; phase: string | null; attempt: number | null;
+  provider: string | null; percent: number | null; created_at: Date;
+}>> {
+  return db.query(
+    `SELECT seq, action_status, job_status, phase, attempt, provider, percent, created_at
+       FROM action_events WHERE action_id = $1 ORDER BY seq LIMIT $2`, [actionId, limit]);
+}
+
+/** The versions of a card (its first generation and every edit), oldest first. */
+export function cardVersions(db: DataSource, cardId: number): Promise<Action[]> {
+  return db.manager.find(Action, { where: { cardId }, order: { createdAt: 'ASC', id: 'ASC' } });
+}
+
+/** An action as the dashboard's detail shows it: the row, its hold, and its v2 job where it has one. */
+export interface ActionDetailRow {
+  action: Action; hold_status: HoldStatus | null; hold_amount: number | null;
+  job: { id: string; status: string; phase: string; attempts: number } | null;
+}
+
+export async function actionDetail(db: DataSource, actionId: number): Promise<ActionDetailRow | undefined> {
+  const action = await db.manager.findOneBy(Action, { id: actionId });
+  if (!action) return undefined;
+  const [extra] = await db.query(
+    `SELECT h.status AS hold_status, h.amount AS hold_amount, j.id AS job_id, j.status AS job_status, j.phase, j.attempts
+       FROM (SELECT $1::int AS id) a LEFT JOIN spark_holds h ON h.action_id = a.id LEFT JOIN jobs j ON j.action_id = a.id`, [actionId]);
+  return {
+    action, hold_status: extra.hold_status, hold_amount: extra.hold_amount,
+    job: extra.job_id ? { id: extra.job_id, status: extra.job_status, phase: extra.phase, attempts: extra.attempts } : null,
+  };
 }

@@ -9,6 +9,7 @@
  * (migration 0020) and at most a page of each is merged, so every page costs the same however long the history is.
  */
 import type { DataSource } from 'typeorm';
+import { cursorParts, encodeCursor, isPositionTime, isRowId, positionTimeSql } from '../db/keyset';
 
 export type LedgerKind = 'grant' | 'charge' | 'hold' | 'release';
 
@@ -16,7 +17,7 @@ export interface LedgerEntry {
   at: Date; kind: LedgerKind; amount: number; action_id: number | null; reference: string | null;
 }
 
-/** Where a page ends: the last entry's time (to the microsecond: POSITION_TIME), source and id. */
+/** Where a page ends: the last entry's time (to the microsecond: src/db/keyset.ts), source and id. */
 interface Position { at: string; source: Source; id: number }
 /** The parts, in the order entries of one instant are listed: ledger rows, then holds, then releases. */
 type Source = 'l' | 'h' | 'r';
@@ -31,28 +32,12 @@ const PARTS: Record<Source, { select: string; table: string; time: string; filte
   },
 };
 
-/** A position's time as the page's statement writes it, to the microsecond in UTC: `2026-11-27 23:44:52.898123+00`. */
-const POSITION_TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}\+00$/;
+export const encodeLedgerCursor = (p: Position): string => encodeCursor([p.at, p.source, p.id]);
 
-/** POSITION_TIME's shape, and a real instant (no 30 February): nothing a forged cursor carries reaches Postgres unparsable. */
-function isPositionTime(at: unknown): at is string {
-  if (typeof at !== 'string' || !POSITION_TIME.test(at)) return false;
-  const toMilliseconds = `${at.slice(0, 10)}T${at.slice(11, 23)}`;
-  const parsed = new Date(`${toMilliseconds}Z`);
-  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 23) === toMilliseconds;
-}
-
-export const encodeCursor = (p: Position) => Buffer.from(JSON.stringify([p.at, p.source, p.id])).toString('base64url');
-
-/** The position a cursor names, or undefined when it is not one of ours. */
-export function decodeCursor(cursor: string): Position | undefined {
-  try {
-    const [at, source, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    const valid = isPositionTime(at) && SOURCES.includes(source) && Number.isInteger(id) && id > 0 && id <= 2_147_483_647;
-    return valid ? { at, source, id } : undefined;
-  } catch {
-    return undefined;
-  }
+/** The position a cursor names, or undefined when it is not one of this list's. */
+export function decodeLedgerCursor(cursor: string): Position | undefined {
+  const [at, source, id] = cursorParts(cursor) ?? [];
+  return isPositionTime(at) && SOURCES.includes(source as Source) && isRowId(id) ? { at, source: source as Source, id } : undefined;
 }
 
 /**
@@ -74,7 +59,7 @@ export async function ledgerPage(
       position = rank < 0 ? ` AND ${part.time} < $3::timestamptz`
         : rank === 0 ? ` AND (${part.time}, id) < ($3::timestamptz, $4)` : ` AND ${part.time} <= $3::timestamptz`;
     }
-    return `(SELECT ${part.select}, to_char(${part.time} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' AS at_text FROM ${part.table}
+    return `(SELECT ${part.select}, ${positionTimeSql(part.time)} AS at_text FROM ${part.table}
               WHERE account_id = $1${part.filter}${position} ORDER BY ${part.time} DESC, id DESC LIMIT $2)`;
   });
   const rows: (LedgerEntry & { source: Source; id: number; at_text: string })[] = await db.query(

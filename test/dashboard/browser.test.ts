@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against the real service: the first
  * owner signs in through the CLI's link, creates a key (a hostile name shown as text), generates a photo with it from
- * the test's HTTP client and sees it complete on the overview without a reload; registers a webhook to a local
+ * the test's HTTP client and sees it complete on the overview without a reload, then its thumbnail in the gallery and
+ * its detail (versions, timeline); registers a webhook to a local
  * receiver, sees a refused delivery in its log and redelivers it; reads the ledger and exports it as CSV; revokes the key and sees the API refuse it;
  * members and the account page; no serious or critical axe violation on any page, at 375 px and on a desktop.
  */
@@ -54,7 +55,7 @@ describe('the dashboard in Chromium', function () {
   });
 
   for (const viewport of [{ width: 375, height: 740 }, { width: 1280, height: 800 }]) {
-    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, webhook log and redelivery, ledger and CSV, members, no axe problems`, async () => {
+    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, gallery and detail, webhook log and redelivery, ledger and CSV, members, no axe problems`, async () => {
       const account = await newAccount(stack.db, 50);
       const email = `owner-${viewport.width}-${Date.now()}@example.com`;
       const { stdout } = await promisify(execFile)('node', [path.join(ROOT, 'dist/app/cli/admin.js'), 'user:invite', '--account', String(account.accountId), '--email', email, '--json'], {
@@ -95,6 +96,23 @@ describe('the dashboard in Chromium', function () {
         assert.equal(accepted.status, 200);
         const actionRow = page.getByRole('row').filter({ hasText: 'Teapot' });
         await actionRow.getByText('completed').waitFor();
+        assert.deepEqual(await accessibilityProblems(page), []);
+
+        // The gallery shows its thumbnail (a hostile product name as text); its detail has the versions and timeline.
+        await page.getByRole('link', { name: 'Gallery' }).click();
+        const tile = page.getByRole('link').filter({ has: page.getByRole('img', { name: `Teapot ${HOSTILE}` }) });
+        await tile.waitFor();
+        const thumbnailWidth = await tile.locator('img').evaluate(async (element) => {
+          const img = element as unknown as { decode(): Promise<void>; naturalWidth: number };
+          await img.decode(); // loaded (it fails on a broken image)
+          return img.naturalWidth;
+        });
+        assert.ok(thumbnailWidth > 0 && thumbnailWidth <= 320, `the thumbnail is ${thumbnailWidth} px wide`);
+        assert.deepEqual(await accessibilityProblems(page), []);
+        await tile.click();
+        await page.getByRole('heading', { name: 'Versions of this card' }).waitFor();
+        await page.getByRole('link', { name: 'Open the result' }).waitFor();
+        await page.locator('ol.timeline li').filter({ hasText: 'completed' }).first().waitFor();
         assert.deepEqual(await accessibilityProblems(page), []);
 
         // A webhook whose receiver refuses: the refused delivery is in its log, and a redelivery goes through.

@@ -89,11 +89,12 @@ describe('dashboard keys and members', function () {
       assert.equal((await a.browser.call(method, path, body)).status, 403, `a member of A: ${method} ${path}`);
     }
     assert.equal((await b.browser.call('GET', '/session')).status, 200, 'B is untouched');
-    // Every dashboard route with an id is in a matrix (keys and members here, webhooks in webhooks.test.ts): a new one fails here until it joins one.
+    // Every dashboard route with an id is in a matrix (keys and members here, webhooks in webhooks.test.ts, actions in
+    // gallery.test.ts): a new one fails here until it joins one.
     const withIds = routeGroups(stack.services).filter((g) => g.prefix === DASHBOARD_API)
       .flatMap((g) => g.routes.filter((r) => r.params).map((r) => `${r.method.toUpperCase()} ${r.path}`));
     assert.deepEqual(withIds.sort(), [
-      'DELETE /members/{user_id}', 'DELETE /webhooks/{webhook_id}',
+      'DELETE /members/{user_id}', 'DELETE /webhooks/{webhook_id}', 'GET /actions/{action_id}', 'GET /actions/{action_id}/events',
       'GET /webhooks/{webhook_id}/deliveries', 'PATCH /keys/{key_id}', 'PATCH /members/{user_id}', 'PATCH /webhooks/{webhook_id}',
       'POST /keys/{key_id}/revoke', 'POST /webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
     ]);

@@ -64,7 +64,7 @@ describe('dashboard overview', function () {
     assert.equal(refused.status, 401);
   });
 
-  it(`a user holds at most ${DASHBOARD_STREAMS_PER_USER} overview streams in a process; one more is refused until one closes`, async () => {
+  it(`a user holds at most ${DASHBOARD_STREAMS_PER_USER} dashboard streams in a process; one more is refused until one closes`, async () => {
     const { browser } = await signedInUser(stack.baseUrl, stack.db);
     const streams = await Promise.all(Array.from({ length: DASHBOARD_STREAMS_PER_USER }, () => streamOf(browser)));
     assert.deepEqual(streams.map((s) => s.status), streams.map(() => 200));

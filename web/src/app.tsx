@@ -5,8 +5,11 @@
 import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { api, ApiError, forgetSession, type Session, SIGNED_OUT } from './api';
+import { BASE } from './paths';
 import { AccountPage } from './pages/account';
+import { ActionPage } from './pages/action';
 import { BillingPage } from './pages/billing';
+import { GalleryPage } from './pages/gallery';
 import { KeysPage } from './pages/keys';
 import { LinkPage } from './pages/link';
 import { MembersPage } from './pages/members';
@@ -14,7 +17,6 @@ import { OverviewPage } from './pages/overview';
 import { SignInPage } from './pages/sign-in';
 import { WebhooksPage } from './pages/webhooks';
 
-export const BASE = '/dashboard';
 
 export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
@@ -50,6 +52,8 @@ export function App() {
       <Shell session={session} onSignOut={signOut}>
         <Router>
           <Route path={`${BASE}/`} component={OverviewPage} />
+          <Route path={`${BASE}/gallery`} component={GalleryPage} />
+          <Route path={`${BASE}/actions/:id`} component={({ id }: { id: string }) => <ActionPage id={id} />} />
           <Route path={`${BASE}/keys`} component={KeysPage} />
           <Route path={`${BASE}/webhooks`} component={WebhooksPage} />
           <Route path={`${BASE}/billing`} component={BillingPage} />
@@ -64,7 +68,7 @@ export function App() {
 
 function Shell({ session, onSignOut, children }: { session: Session; onSignOut: () => void; children: preact.ComponentChildren }) {
   const { path } = useLocation();
-  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks'], [`${BASE}/billing`, 'Billing']];
+  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/gallery`, 'Gallery'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks'], [`${BASE}/billing`, 'Billing']];
   if (session.user.role === 'owner') pages.push([`${BASE}/members`, 'Members']);
   pages.push([`${BASE}/account`, 'Account']);
   return (

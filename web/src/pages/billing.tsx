@@ -4,6 +4,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, API, when } from '../api';
+import { BASE } from '../paths';
 import { ErrorNote, messageOf } from './parts';
 
 interface Entry { at: string; kind: 'grant' | 'charge' | 'hold' | 'release'; amount: number; action_id: number | null; reference: string | null }
@@ -52,7 +53,7 @@ export function BillingPage() {
                   <td data-label="When">{when(e.at)}</td>
                   <td data-label="Entry">{KINDS[e.kind]}</td>
                   <td data-label="Sparks">{e.amount > 0 ? `+${e.amount}` : e.amount} <span class="muted">{EFFECT[e.kind]}</span></td>
-                  <td data-label="For">{e.action_id !== null ? `Action ${e.action_id}` : <span class="muted">{e.reference}</span>}</td>
+                  <td data-label="For">{e.action_id !== null ? <a href={`${BASE}/actions/${e.action_id}`}>Action {e.action_id}</a> : <span class="muted">{e.reference}</span>}</td>
                 </tr>
               ))}
             </tbody>

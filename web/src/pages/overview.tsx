@@ -4,6 +4,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, API, when } from '../api';
+import { BASE } from '../paths';
 import { ErrorNote, messageOf } from './parts';
 
 export interface LatestAction {
@@ -60,7 +61,7 @@ export function OverviewPage() {
               <tbody>
                 {overview.latest.map((a) => (
                   <tr key={a.id}>
-                    <td data-label="Action">{a.id}{a.job_id && <span class="muted"> job {a.job_id.slice(0, 8)}</span>}</td>
+                    <td data-label="Action"><a href={`${BASE}/actions/${a.id}`}>{a.id}</a>{a.job_id && <span class="muted"> job {a.job_id.slice(0, 8)}</span>}</td>
                     <td data-label="Kind">{TYPES[a.type]}</td>
                     <td data-label="Product">{a.product_name ?? '—'}</td>
                     <td data-label="Status"><Status action={a} /></td>

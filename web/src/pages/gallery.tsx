@@ -1,0 +1,62 @@
+/** Gallery: the account's photos, cards, edits and videos as thumbnails, newest first, a page at a time. */
+import { useEffect, useState } from 'preact/hooks';
+import { api, when } from '../api';
+import { BASE } from '../paths';
+import { ErrorNote, messageOf } from './parts';
+
+interface Item {
+  id: number; type: 'generate' | 'edit' | 'video'; status: string; product_name: string | null; card_id: number; project_id: number;
+  thumb_url: string | null; created_at: string;
+}
+
+const KIND = { generate: 'Photo or card', edit: 'Edit', video: 'Video' };
+
+export function GalleryPage() {
+  const [items, setItems] = useState<Item[]>();
+  const [next, setNext] = useState<string | null>(null);
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+
+  async function load(cursor?: string) {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const page = await api<{ items: Item[]; next_cursor: string | null }>('GET', `/gallery?limit=24${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      setItems((shown) => (cursor ? [...(shown ?? []), ...page.items] : page.items));
+      setNext(page.next_cursor);
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+  useEffect(() => { void load(); }, []);
+
+  return (
+    <section>
+      <h1>Gallery</h1>
+      <ErrorNote message={error} />
+      {items === undefined ? <p aria-busy="true">Loading…</p> : items.length === 0 ? <p class="muted">Nothing made yet.</p> : (
+        <>
+          <ul class="gallery">
+            {items.map((item) => (
+              <li key={item.id}>
+                <a href={`${BASE}/actions/${item.id}`} class="tile">
+                  {item.thumb_url
+                    ? <img src={item.thumb_url} alt={item.product_name ?? `Action ${item.id}`} loading="lazy" width={160} height={160} />
+                    : <span class="placeholder" aria-hidden="true">{item.type === 'video' ? '▶' : '…'}</span>}
+                  <span class="caption">
+                    <strong>{item.product_name ?? `Action ${item.id}`}</strong>
+                    <span class="muted">{KIND[item.type]} · <span class={`state ${item.status}`}>{item.status}</span></span>
+                    <span class="muted">{when(item.created_at)}</span>
+                  </span>
+                </a>
+              </li>
+            ))}
+          </ul>
+          {next && <p><button type="button" class="secondary" disabled={busy} onClick={() => load(next)}>Show older</button></p>}
+        </>
+      )}
+    </section>
+  );
+}
