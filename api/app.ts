@@ -43,6 +43,7 @@ import { serveDashboardPages } from './dashboard/pages';
 import { DASHBOARD_API_PREFIX, dashboardSessionGuard, dashboardSettings } from './dashboard/session-guard';
 import { sessionRoutes } from './dashboard/session-routes';
 import { signUpRoutes } from './dashboard/sign-up-routes';
+import { tryRoutes } from './dashboard/try-routes';
 import { webhookRoutes as dashboardWebhookRoutes } from './dashboard/webhook-routes';
 import { compileValidator } from './validation';
 
@@ -64,7 +65,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
     ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
       routes: [...sessionRoutes(services), ...signUpRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services), ...dashboardWebhookRoutes(services),
-        ...billingRoutes(services), ...galleryRoutes(services)],
+        ...billingRoutes(services), ...galleryRoutes(services), ...tryRoutes(services)],
     }] : []),
   ];
 }

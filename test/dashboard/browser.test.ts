@@ -4,7 +4,8 @@
  * the test's HTTP client and sees it complete on the overview without a reload, then its thumbnail in the gallery and
  * its detail (versions, timeline); registers a webhook to a local
  * receiver, sees a refused delivery in its log and redelivers it; reads the ledger and exports it as CSV; revokes the key and sees the API refuse it;
- * members and the account page; no serious or critical axe violation on any page, at 375 px and on a desktop.
+ * starts a photo from an uploaded file on Try it and follows it to the end; members and the account page; no serious
+ * or critical axe violation on any page, at 375 px and on a desktop (where it saves the README's screenshots).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -22,6 +23,12 @@ import { deliveryWorkflowId } from '../../src/temporal/contract';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const HOSTILE = '<img src=x onerror=alert(1)>';
+
+/**
+ * Where the desktop run saves the README's pictures: `SCREENSHOTS_DIR` (`docs/screenshots` to renew them), else
+ * `.data/screenshots`.
+ */
+const SCREENSHOTS = path.resolve(ROOT, process.env.SCREENSHOTS_DIR ?? '.data/screenshots');
 
 /** Serious and critical axe violations of the page as it is now. */
 async function accessibilityProblems(page: Page): Promise<string[]> {
@@ -55,7 +62,7 @@ describe('the dashboard in Chromium', function () {
   });
 
   for (const viewport of [{ width: 375, height: 740 }, { width: 1280, height: 800 }]) {
-    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, gallery and detail, webhook log and redelivery, ledger and CSV, members, no axe problems`, async () => {
+    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, gallery and detail, webhook log and redelivery, ledger and CSV, try it, members, no axe problems`, async () => {
       const account = await newAccount(stack.db, 50);
       const email = `owner-${viewport.width}-${Date.now()}@example.com`;
       const { stdout } = await promisify(execFile)('node', [path.join(ROOT, 'dist/app/cli/admin.js'), 'user:invite', '--account', String(account.accountId), '--email', email, '--json'], {
@@ -97,6 +104,8 @@ describe('the dashboard in Chromium', function () {
         const actionRow = page.getByRole('row').filter({ hasText: 'Teapot' });
         await actionRow.getByText('completed').waitFor();
         assert.deepEqual(await accessibilityProblems(page), []);
+        const picture = (name: string) => (viewport.width >= 1280 ? page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true }) : undefined);
+        await picture('overview');
 
         // The gallery shows its thumbnail (a hostile product name as text); its detail has the versions and timeline.
         await page.getByRole('link', { name: 'Gallery' }).click();
@@ -109,6 +118,7 @@ describe('the dashboard in Chromium', function () {
         });
         assert.ok(thumbnailWidth > 0 && thumbnailWidth <= 320, `the thumbnail is ${thumbnailWidth} px wide`);
         assert.deepEqual(await accessibilityProblems(page), []);
+        await picture('gallery');
         await tile.click();
         await page.getByRole('heading', { name: 'Versions of this card' }).waitFor();
         await page.getByRole('link', { name: 'Open the result' }).waitFor();
@@ -123,6 +133,7 @@ describe('the dashboard in Chromium', function () {
         await page.getByLabel('generation.completed').check();
         await page.getByRole('button', { name: 'Register webhook' }).click();
         assert.match((await page.locator('code.key').textContent())!, /^whsec_/);
+        await page.getByRole('button', { name: 'Done' }).click();
         assert.deepEqual(await accessibilityProblems(page), []);
         assert.equal((await generate(secret, 'Vase')).status, 200);
         await page.getByRole('button', { name: 'Deliveries' }).click();
@@ -136,6 +147,16 @@ describe('the dashboard in Chromium', function () {
         await delivery.getByText('Delivered').waitFor();
         await delivery.getByText('2 of 5').waitFor();
         assert.deepEqual(await accessibilityProblems(page), []);
+        await picture('delivery-log');
+
+        // Try it: a photo from an uploaded file, followed on its detail page to the end.
+        await page.getByRole('link', { name: 'Try it' }).click();
+        await page.getByLabel('Product photo').setInputFiles({ name: 'mug.jpg', mimeType: 'image/jpeg', buffer: Buffer.from(image, 'base64') });
+        await page.getByLabel('Product name (optional: detected when left out)').fill('Mug from the page');
+        assert.deepEqual(await accessibilityProblems(page), []);
+        await page.getByRole('button', { name: 'Start' }).click();
+        await page.getByRole('heading', { name: /^Action \d+/ }).getByText('completed').waitFor();
+        await page.getByRole('link', { name: 'Open the result' }).waitFor();
 
         // The ledger: the photos' holds and charges, and the whole of it as CSV.
         await page.getByRole('link', { name: 'Billing' }).click();

@@ -15,6 +15,7 @@ import { LinkPage } from './pages/link';
 import { MembersPage } from './pages/members';
 import { OverviewPage } from './pages/overview';
 import { SignInPage } from './pages/sign-in';
+import { TryPage } from './pages/try';
 import { WebhooksPage } from './pages/webhooks';
 
 
@@ -53,6 +54,7 @@ export function App() {
         <Router>
           <Route path={`${BASE}/`} component={OverviewPage} />
           <Route path={`${BASE}/gallery`} component={GalleryPage} />
+          <Route path={`${BASE}/try`} component={TryPage} />
           <Route path={`${BASE}/actions/:id`} component={({ id }: { id: string }) => <ActionPage id={id} />} />
           <Route path={`${BASE}/keys`} component={KeysPage} />
           <Route path={`${BASE}/webhooks`} component={WebhooksPage} />
@@ -68,7 +70,7 @@ export function App() {
 
 function Shell({ session, onSignOut, children }: { session: Session; onSignOut: () => void; children: preact.ComponentChildren }) {
   const { path } = useLocation();
-  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/gallery`, 'Gallery'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks'], [`${BASE}/billing`, 'Billing']];
+  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/gallery`, 'Gallery'], [`${BASE}/try`, 'Try it'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks'], [`${BASE}/billing`, 'Billing']];
   if (session.user.role === 'owner') pages.push([`${BASE}/members`, 'Members']);
   pages.push([`${BASE}/account`, 'Account']);
   return (
