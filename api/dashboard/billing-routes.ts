@@ -6,10 +6,11 @@
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
 import { decodeLedgerCursor, encodeLedgerCursor, type LedgerEntry, ledgerPage } from '../../src/billing/ledger';
-import { AppError, ValidationFailed } from '../../src/errors';
+import { AppError } from '../../src/errors';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
 import { iso } from '../representations';
+import { pageAnswer, pageQuery, resumeAt } from './paging';
 import { dashboardRoute } from './session-guard';
 
 const CSV_PAGE = 1_000;
@@ -34,20 +35,10 @@ export function billingRoutes({ db }: ApiServices): Route[] {
   return [
     dashboardRoute({
       method: 'get', path: '/ledger', operationId: 'ledger', access: 'member', summary: 'The account\'s money moves, newest first, a page at a time',
-      query: {
-        type: 'object', additionalProperties: false,
-        properties: { cursor: { type: 'string', maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
-      },
-      responses: {
-        200: {
-          description: 'A page of entries and the cursor of the next (null at the end)',
-          schema: { type: 'object', required: ['entries', 'next_cursor'], properties: { entries: { type: 'array', items: entrySchema }, next_cursor: { type: ['string', 'null'] } } },
-        },
-      },
+      query: pageQuery(50, 200),
+      responses: { 200: pageAnswer('A page of entries and the cursor of the next (null at the end)', 'entries', entrySchema) },
       async handle(ctx, { query, user }) {
-        const after = query.cursor === undefined ? undefined : decodeLedgerCursor(query.cursor);
-        if (query.cursor !== undefined && !after) throw new ValidationFailed([{ loc: ['query', 'cursor'], msg: 'Not a cursor of this list', type: 'cursor' }]);
-        const { entries, next } = await ledgerPage(db, user.accountId, after, query.limit);
+        const { entries, next } = await ledgerPage(db, user.accountId, resumeAt(query.cursor, decodeLedgerCursor), query.limit);
         ctx.body = { entries: entries.map(entryView), next_cursor: next && encodeLedgerCursor(next) };
       },
     }),

@@ -6,13 +6,14 @@
  */
 import { actionDetail, actionTimeline, cardVersions, galleryPage } from '../../src/actions/store';
 import type { Action } from '../../src/db/entities';
-import { notFound, ValidationFailed } from '../../src/errors';
+import { notFound } from '../../src/errors';
 import { cursorParts, encodeCursor, isPositionTime, isRowId } from '../../src/db/keyset';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
 import { streamSnapshots } from '../live/snapshot-stream';
 import { DASHBOARD_STREAMS_PER_USER } from '../live/action-event-hub';
 import { iso, moneyView, thumbUrl } from '../representations';
+import { pageAnswer, pageQuery, resumeAt } from './paging';
 import { dashboardRoute } from './session-guard';
 
 /** Events a detail shows at most (an action has a handful; a long video's progress, a few dozen). */
@@ -63,20 +64,10 @@ export function galleryRoutes({ db, signer, liveEvents }: ApiServices): Route[] 
   return [
     dashboardRoute({
       method: 'get', path: '/gallery', operationId: 'gallery', access: 'member', summary: 'The account\'s actions with their thumbnails, newest first, a page at a time',
-      query: {
-        type: 'object', additionalProperties: false,
-        properties: { cursor: { type: 'string', maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 100, default: 24 } },
-      },
-      responses: {
-        200: {
-          description: 'A page of the gallery and the cursor of the next (null at the end)',
-          schema: { type: 'object', required: ['items', 'next_cursor'], properties: { items: { type: 'array', items: galleryItem }, next_cursor: nullable('string') } },
-        },
-      },
+      query: pageQuery(24, 100),
+      responses: { 200: pageAnswer('A page of the gallery and the cursor of the next (null at the end)', 'items', galleryItem) },
       async handle(ctx, { query, user }) {
-        const after = query.cursor === undefined ? undefined : decodeGalleryCursor(query.cursor);
-        if (query.cursor !== undefined && !after) throw new ValidationFailed([{ loc: ['query', 'cursor'], msg: 'Not a cursor of this list', type: 'cursor' }]);
-        const rows = await galleryPage(db, user.accountId, after, query.limit + 1);
+        const rows = await galleryPage(db, user.accountId, resumeAt(query.cursor, decodeGalleryCursor), query.limit + 1);
         const page = rows.slice(0, query.limit);
         const last = page[page.length - 1];
         ctx.body = {

@@ -6,8 +6,7 @@
  * stream still open after `LIVE_STREAM_MAX_SECONDS` (an hour) is ended without one: the client reconnects with its
  * Last-Event-ID, as after any drop, so that no stream (and no count against its key's limit) is held for ever.
  *
- * Per stream the process keeps one closure, one timer and the socket: no buffer of its own. What the socket has
- * not taken is bounded: past `MAX_UNSENT_BYTES` the stream is ended, and the client resumes from its last id.
+ * The answer's plumbing (head, heartbeat, lifetime, the unread bytes' bound, shutdown) is sse-answer.ts's.
  */
 import type { Context } from 'koa';
 import type { DataSource } from 'typeorm';
@@ -15,9 +14,8 @@ import { prepared, preparedRows } from '../../src/db/prepared';
 import { ValidationFailed } from '../../src/errors';
 import type { Caller } from '../../src/services';
 import type { ActionEventHub } from './action-event-hub';
+import { sseAnswer } from './sse-answer';
 
-/** What a client may leave unread before its stream is ended (it resumes with Last-Event-ID). */
-export const MAX_UNSENT_BYTES = 64 * 1024;
 /** Events read from the log at once. */
 const PAGE = 100;
 
@@ -65,33 +63,13 @@ export async function streamActionEvents(
   ctx: Context, services: { db: DataSource; liveEvents: ActionEventHub }, actionId: number, after: number, render: RenderEvent,
 ): Promise<void> {
   const { db, liveEvents } = services;
-  const res = ctx.res;
+  const answer = sseAnswer(ctx);
   let last = after;
-  let done = false;
   let reading = false;
   let again = false;
-  let unsubscribe: (() => void) | undefined;
-  let heartbeat: NodeJS.Timeout | undefined;
-  let lifetime: NodeJS.Timeout | undefined;
 
-  const finish = () => {
-    if (done) return;
-    done = true;
-    clearInterval(heartbeat);
-    clearTimeout(lifetime);
-    unsubscribe?.();
-    if (!res.writableEnded) res.end();
-  };
-  const send = (chunk: string) => {
-    if (done) return;
-    res.write(chunk);
-    if (res.writableLength > MAX_UNSENT_BYTES) { // a client that does not read: cut, it resumes from its last id
-      finish();
-      res.destroy();
-    }
-  };
   const pump = async (): Promise<void> => {
-    if (done) return;
+    if (answer.done) return;
     if (reading) { again = true; return; }
     reading = true;
     try {
@@ -104,31 +82,24 @@ export async function streamActionEvents(
           let final = false;
           for (const row of rows) {
             const rendered = await render(row);
-            if (done) return;
+            if (answer.done) return;
             last = row.seq;
             if (!rendered) continue;
             page += `id: ${row.seq}\nevent: ${rendered.event}\ndata: ${JSON.stringify(rendered.data)}\n\n`;
             if ((final = rendered.final)) break;
           }
-          if (page) send(page);
-          if (final) { finish(); return; }
-        } while (rows.length === PAGE && !done);
-      } while (again && !done);
+          if (page) answer.send(page);
+          if (final) { answer.finish(); return; }
+        } while (rows.length === PAGE && !answer.done);
+      } while (again && !answer.done);
     } catch (err) {
-      finish(); // the database failed: the client resumes from its last id
+      answer.finish(); // the database failed: the client resumes from its last id
       ctx.app.emit('error', err, ctx);
     } finally {
       reading = false;
     }
   };
 
-  res.on('close', finish);
-  // At shutdown the connection goes too (once the end is written), so that the server's close does not wait for it.
-  const shutDown = () => {
-    if (done) return;
-    res.once('finish', () => res.socket?.end());
-    finish();
-  };
   // A client that has seen the final event (an EventSource reconnects after the server ended its stream) gets 204,
   // which tells it to stop reconnecting, instead of a stream that would never send anything again.
   if (after > 0) {
@@ -140,20 +111,9 @@ export async function streamActionEvents(
   }
   // Until the process listens, a failure is an ordinary error answer; from here on the answer is written here.
   const { keyId } = ctx.state.caller as Caller;
-  unsubscribe = await liveEvents.subscribe(actionId, keyId, { wake: () => void pump(), end: shutDown });
-  ctx.respond = false;
-  if (done) { unsubscribe(); return; } // the client left meanwhile
-  res.writeHead(200, {
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache, no-transform',
-    'X-Accel-Buffering': 'no', // nginx: pass each event on at once
-  });
-  res.socket?.setNoDelay(true);
-  send('retry: 3000\n\n');
-  const { heartbeatSeconds, maxSeconds } = liveEvents.limits;
-  heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatSeconds * 1000);
-  heartbeat.unref();
-  lifetime = setTimeout(() => { send(': stream lifetime reached, reconnect with Last-Event-ID\n\n'); finish(); }, maxSeconds * 1000);
-  lifetime.unref();
+  const unsubscribe = await liveEvents.subscribe(actionId, keyId, { wake: () => void pump(), end: answer.shutDown });
+  answer.onEnd(unsubscribe); // at once when the client left meanwhile
+  if (answer.done) return;
+  answer.open({ ...liveEvents.limits, lastWords: 'stream lifetime reached, reconnect with Last-Event-ID' });
   await pump();
 }

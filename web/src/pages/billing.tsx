@@ -2,38 +2,17 @@
  * Billing: the account's ledger (grants, holds, charges, releases), newest first, a page at a time, and the whole of
  * it as a CSV download.
  */
-import { useEffect, useState } from 'preact/hooks';
-import { api, API, when } from '../api';
+import { API, when } from '../api';
 import { BASE } from '../paths';
-import { ErrorNote, messageOf } from './parts';
+import { ErrorNote, usePagedList } from './parts';
 
 interface Entry { at: string; kind: 'grant' | 'charge' | 'hold' | 'release'; amount: number; action_id: number | null; reference: string | null }
-interface Page { entries: Entry[]; next_cursor: string | null }
 
 const KINDS = { grant: 'Grant', charge: 'Charge', hold: 'Hold', release: 'Release' };
 const EFFECT = { grant: 'balance', charge: 'balance', hold: 'available', release: 'available' };
 
 export function BillingPage() {
-  const [entries, setEntries] = useState<Entry[]>();
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-
-  async function load(cursor?: string) {
-    setBusy(true);
-    setError(undefined);
-    try {
-      const page = await api<Page>('GET', `/ledger?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-      setEntries((shown) => (cursor ? [...(shown ?? []), ...page.entries] : page.entries));
-      setNext(page.next_cursor);
-    } catch (err) {
-      setError(messageOf(err));
-    } finally {
-      setBusy(false);
-    }
-  }
-  useEffect(() => { void load(); }, []);
-
+  const { items: entries, error, busy, more } = usePagedList<Entry>('/ledger?limit=50', 'entries');
   return (
     <section>
       <div class="row wrap spread">
@@ -58,7 +37,7 @@ export function BillingPage() {
               ))}
             </tbody>
           </table>
-          {next && <p><button type="button" class="secondary" disabled={busy} onClick={() => load(next)}>Show older</button></p>}
+          {more && <p><button type="button" class="secondary" disabled={busy} onClick={more}>Show older</button></p>}
         </>
       )}
     </section>

@@ -1,8 +1,7 @@
 /** Gallery: the account's photos, cards, edits and videos as thumbnails, newest first, a page at a time. */
-import { useEffect, useState } from 'preact/hooks';
-import { api, when } from '../api';
+import { when } from '../api';
 import { BASE } from '../paths';
-import { ErrorNote, messageOf } from './parts';
+import { ErrorNote, usePagedList } from './parts';
 
 interface Item {
   id: number; type: 'generate' | 'edit' | 'video'; status: string; product_name: string | null; card_id: number; project_id: number;
@@ -12,26 +11,7 @@ interface Item {
 const KIND = { generate: 'Photo or card', edit: 'Edit', video: 'Video' };
 
 export function GalleryPage() {
-  const [items, setItems] = useState<Item[]>();
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-
-  async function load(cursor?: string) {
-    setBusy(true);
-    setError(undefined);
-    try {
-      const page = await api<{ items: Item[]; next_cursor: string | null }>('GET', `/gallery?limit=24${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-      setItems((shown) => (cursor ? [...(shown ?? []), ...page.items] : page.items));
-      setNext(page.next_cursor);
-    } catch (err) {
-      setError(messageOf(err));
-    } finally {
-      setBusy(false);
-    }
-  }
-  useEffect(() => { void load(); }, []);
-
+  const { items, error, busy, more } = usePagedList<Item>('/gallery?limit=24', 'items');
   return (
     <section>
       <h1>Gallery</h1>
@@ -54,7 +34,7 @@ export function GalleryPage() {
               </li>
             ))}
           </ul>
-          {next && <p><button type="button" class="secondary" disabled={busy} onClick={() => load(next)}>Show older</button></p>}
+          {more && <p><button type="button" class="secondary" disabled={busy} onClick={more}>Show older</button></p>}
         </>
       )}
     </section>

@@ -1,6 +1,6 @@
 /** Small pieces every page uses. */
-import { useState } from 'preact/hooks';
-import { ApiError } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError } from '../api';
 
 /** What to show for a failed call: the service's message, or that it could not be reached. */
 export const messageOf = (err: unknown) => (err instanceof ApiError ? err.message : 'The service could not be reached');
@@ -73,4 +73,22 @@ export function ConfirmDialog({ title, children, confirm, onConfirm, onCancel }:
       </div>
     </div>
   );
+}
+
+/**
+ * A list the service pages by cursor (`{[field]: T[], next_cursor}`): the first page at once, `more()` appends the
+ * next; a failure's message kept to show.
+ */
+export function usePagedList<T>(path: string, field: string) {
+  const [items, setItems] = useState<T[]>();
+  const [next, setNext] = useState<string | null>(null);
+  const { error, busy, submit } = useSubmission();
+  const load = (cursor?: string) => submit(async () => {
+    const page = await api<Record<string, unknown> & { next_cursor: string | null }>('GET', `${path}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const got = page[field] as T[];
+    setItems((shown) => (cursor ? [...(shown ?? []), ...got] : got));
+    setNext(page.next_cursor);
+  });
+  useEffect(() => { void load(); }, [path]);
+  return { items, error, busy, more: next ? () => load(next) : undefined };
 }
