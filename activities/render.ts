@@ -15,6 +15,7 @@ import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { databaseAway } from '../src/db/sql';
 import { isValidAssetKey } from '../src/storage/asset-store';
 import { makeThumbnail, thumbnailKeyOf } from '../src/media/thumbnails';
+import { log } from '../src/log';
 import { JobMove, moveJobRecord } from '../src/jobs/lifecycle';
 import type { ActionEnd } from '../src/actions/lifecycle';
 import {
@@ -154,12 +155,20 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
     found?.stream.destroy();
     return found ? key : undefined;
   };
-  /** Stores a result; an image's thumbnail first (so a stored result always has its thumbnail), and says so. */
+  /**
+   * Stores a result; an image's thumbnail first, so that a result stored with one always has it. The thumbnail is
+   * best effort: one that cannot be made or recorded is logged, and the paid render goes on without it (a list
+   * then shows no picture for it), never retried for its sake.
+   */
   const storeResult = async (actionId: number, rendered: RenderedAsset, name?: string) => {
     const key = resultKey(actionId, rendered.extension, name);
     if (rendered.extension !== 'mp4') {
-      await store.put(thumbnailKeyOf(key), await makeThumbnail(rendered.bytes));
-      await markThumbnailed(db.manager, actionId);
+      try {
+        await store.put(thumbnailKeyOf(key), await makeThumbnail(rendered.bytes));
+        await markThumbnailed(db.manager, actionId);
+      } catch (err) {
+        log.warn('a result\'s thumbnail could not be made; the result is stored without one', { actionId, error: (err as Error).message });
+      }
     }
     await store.put(key, rendered.bytes);
     return key;

@@ -137,7 +137,7 @@ export function createApp(services: ApiServices): Koa {
   app.use(serveAssets(services));
   for (const group of groups.filter((g) => g.authenticated)) app.use(underPrefix(group.prefix, guard));
   if (dashboardSettings(services.config).enabled) {
-    app.use(serveDashboardPages(path.join(__dirname, '..', 'web'), services.config.publicBaseUrl)); // dist/web, next to dist/api
+    app.use(serveDashboardPages(path.join(__dirname, '..', 'web'), services.config.publicBaseUrl, services.store)); // dist/web, next to dist/api
     app.use(underPrefix(DASHBOARD_API_PREFIX, dashboardSessionGuard(services)));
   }
 

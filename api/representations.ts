@@ -15,8 +15,8 @@ export function projectView(p: Project) {
 }
 
 /** A fresh signed URL of a completed result's thumbnail, or null (a video, a result stored before thumbnails). */
-export function thumbUrl(signer: UrlSigner, a: Pick<Action, 'status' | 'assetPath' | 'hasThumbnail'>): string | null {
-  return a.status === 'completed' && a.assetPath && a.hasThumbnail ? signer.url(thumbnailKeyOf(a.assetPath)).url : null;
+export function thumbUrl(signer: UrlSigner, a: Pick<Action, 'status' | 'assetPath' | 'hasThumbnail'>, asOf?: Date): string | null {
+  return a.status === 'completed' && a.assetPath && a.hasThumbnail ? signer.url(thumbnailKeyOf(a.assetPath), undefined, asOf).url : null;
 }
 
 export function actionSummaryView(a: Action, signer: UrlSigner) {

@@ -29,7 +29,7 @@ const GROUP = 'bench-large-group';
  * Rows straight into the tables, set-wise, with triggers and foreign keys off for the session (the rows are made
  * consistent by construction): `count` actions of `accountIds` in turn, ten to a project, one card each, charged.
  */
-async function insertActions(db: DataSource, accountIds: number[], count: number, options: { group?: number } = {}): Promise<void> {
+export async function insertActions(db: DataSource, accountIds: number[], count: number, options: { group?: number } = {}): Promise<void> {
   const runner = db.createQueryRunner();
   await runner.connect();
   try {

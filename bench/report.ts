@@ -101,6 +101,8 @@ export interface BackendReport {
   /** The fixed rate at which `all` mode's slowest request was judged (requests a second offered). */
   pacedOffered?: number | null;
   large?: LargeRow[];
+  /** Each dashboard page's first render (ms) with `actions` in the account (absent in reports made before it). */
+  dashboard?: { actions: number; pages: { page: string; ms: Stat | null }[] };
   targets: Target[];
   notes: string[];
 }
@@ -192,7 +194,8 @@ function cpuRow(figures: Figures, key: string, cores: number): CpuRow {
 }
 
 export function backendReport(
-  backend: Backend, figures: Figures, steps: { inFlightSteps: number[]; idleStreams: number; burstJobs: number; largeActions: number }, notes: string[],
+  backend: Backend, figures: Figures,
+  steps: { inFlightSteps: number[]; idleStreams: number; burstJobs: number; largeActions: number; dashboardActions: number }, notes: string[],
 ): BackendReport {
   const rows = SERVICE_ORDER.map((key) => row(figures, key));
   const memory = steps.inFlightSteps.map((n) => ({
@@ -212,6 +215,10 @@ export function backendReport(
       key, label: ACCEPT_ITEMS[key].label,
       ms: Object.fromEntries([...ITEM_GROUPS, 'total'].map((g) => [g, figure(`item.${key}.${g}`)])) as AcceptItemRow['ms'],
     })),
+    dashboard: {
+      actions: steps.dashboardActions,
+      pages: Object.keys(figures).filter((key) => key.startsWith('dash.')).map((key) => ({ page: key.slice('dash.'.length), ms: figure(key) })),
+    },
     largeActions: figure('large.actions')?.median ?? steps.largeActions,
     pacedOffered: figure('svc.post_all_paced_offered')?.median ?? null,
     large: Object.entries(LARGE_FIGURES).map(([key, { label, unit }]) => {
@@ -287,6 +294,14 @@ export function judge(r: BackendReport): Target[] {
     figure: `${r.largeActions ?? 1_000_000} actions: each figure against the small database`, target: 'within 1.25x',
     pass: large.length === 0 || large.some((x) => x.ratio === null) ? null : large.every((x) => x.ratio! <= 1.25),
     observed: worst ? `worst ${worst.label}: ${f2(worst.ratio)}x` : 'not measured',
+  });
+
+  const pages = r.dashboard?.pages ?? [];
+  const slowest = pages.filter((p) => p.ms).sort((a, b) => b.ms!.median - a.ms!.median)[0];
+  targets.push({
+    figure: `the dashboard's pages, first render with ${r.dashboard?.actions ?? 1000} actions in the account`, target: '< 1 s each',
+    pass: pages.length === 0 || pages.some((p) => !p.ms) ? null : pages.every((p) => p.ms!.median < 1000),
+    observed: slowest ? `slowest ${slowest.page}: ${f2(slowest.ms!.median)} ms (${pages.map((p) => `${p.page} ${p.ms ? Math.round(p.ms.median) : 'n/a'}`).join(', ')})` : 'not measured',
   });
 
   const at1000 = r.memory.find((m) => m.inFlight === 1000)?.perWorkflowMiB;

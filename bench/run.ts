@@ -30,6 +30,7 @@ import { measureAcceptItems } from './accept-items';
 import { Backend, backendReport, BackendReport, backendTable, renderMarkdown, Report, row } from './report';
 import { measureAccept, measureService, photoBody, ServiceContext, serviceEnv } from './service';
 import { BenchMode, BenchSettings, settingsFor } from './settings';
+import { measureDashboardPages } from './dashboard-pages';
 import { startWebhookReceiver } from './webhook-receiver';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -184,6 +185,8 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
       if (backend === 'dev') {
         await phase('dev: npm start of an unchanged checkout, to healthy', notes, () => measureRestart(ctx, figures, settings.restartRuns));
         await phase(`dev: npm start's memory through ${settings.burstJobs} real renders`, notes, () => measureStartMemory(ctx, figures, settings.burstJobs));
+        await phase(`dev: the dashboard's pages with ${settings.dashboardActions} actions`, notes,
+          () => measureDashboardPages(ctx, figures, settings.dashboardActions, settings.dashboardRuns));
         await phase(`dev: the figures again on ${settings.largeActions} actions`, notes, async () => {
           const [smallUrl, largeUrl] = [databaseUrl(BENCH_SMALL_DB), databaseUrl(BENCH_LARGE_DB)];
           await Promise.all([resetDatabase(smallUrl), resetDatabase(largeUrl)]);

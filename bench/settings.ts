@@ -31,14 +31,17 @@ export interface BenchSettings {
   largeAccounts: number;
   /** Runs of each part of an accept measured apart, per repetition (bench/accept-items.ts). */
   acceptItemRuns: number;
+  /** Actions of the account whose dashboard pages are opened, and how many times each is (the dev server's run only). */
+  dashboardActions: number;
+  dashboardRuns: number;
 }
 
 export function settingsFor(mode: BenchMode): BenchSettings {
   if (mode === 'full') {
-    return { mode, repeats: 5, durationSec: 10, connections: 50, singleRuns: 9, batch: 300, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000, acceptItemRuns: 300 };
+    return { mode, repeats: 5, durationSec: 10, connections: 50, singleRuns: 9, batch: 300, inFlightSteps: [1, 10, 100, 1000], providerRepeats: 3, idleStreams: 1000, restartRuns: 5, burstJobs: 1000, largeActions: 1_000_000, largeAccounts: 10_000, acceptItemRuns: 300, dashboardActions: 1000, dashboardRuns: 5 };
   }
   if (mode === 'quick') {
-    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, batch: 60, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000, restartRuns: 2, burstJobs: 100, largeActions: 100_000, largeAccounts: 1_000, acceptItemRuns: 100 };
+    return { mode, repeats: 1, durationSec: 2, connections: 50, singleRuns: 3, batch: 60, inFlightSteps: [1, 10, 100], providerRepeats: 1, idleStreams: 1000, restartRuns: 2, burstJobs: 100, largeActions: 100_000, largeAccounts: 1_000, acceptItemRuns: 100, dashboardActions: 1000, dashboardRuns: 2 };
   }
-  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, batch: 5, inFlightSteps: [1], providerRepeats: 1, idleStreams: 20, restartRuns: 1, burstJobs: 10, largeActions: 5_000, largeAccounts: 10, acceptItemRuns: 5 };
+  return { mode, repeats: 1, durationSec: 1, connections: 10, singleRuns: 1, batch: 5, inFlightSteps: [1], providerRepeats: 1, idleStreams: 20, restartRuns: 1, burstJobs: 10, largeActions: 5_000, largeAccounts: 10, acceptItemRuns: 5, dashboardActions: 20, dashboardRuns: 1 };
 }

@@ -16,8 +16,12 @@ import { iso, moneyView, thumbUrl } from '../representations';
 import { pageAnswer, pageQuery, resumeAt } from './paging';
 import { dashboardRoute } from './session-guard';
 
-/** Events a detail shows at most (an action has a handful; a long video's progress, a few dozen). */
-const TIMELINE_LIMIT = 500;
+/** Events a detail shows at most, the latest (an action has a handful; a long video's progress, a few dozen). */
+const TIMELINE_LIMIT = 200;
+/** Versions of a card a detail shows at most, the first. */
+const VERSIONS_LIMIT = 100;
+/** A detail's signed URLs are made as of the start of the hour, so that a snapshot read again is the same unless the action moved. */
+const URL_EPOCH_MS = 3_600_000;
 /** A detail stream ends after this long and the page reconnects through the session guard. */
 const DETAIL_STREAM_SECONDS = 60;
 const DETAIL_MIN_INTERVAL_MS = 500;
@@ -45,18 +49,19 @@ export function galleryRoutes({ db, signer, liveEvents }: ApiServices): Route[] 
     const found = await actionDetail(db, actionId);
     if (!found || found.action.accountId !== accountId) throw notFound(`Action ${actionId}`);
     const { action: a, job } = found;
-    const [timeline, versions] = await Promise.all([actionTimeline(db, a.id, TIMELINE_LIMIT), cardVersions(db, a.cardId)]);
-    const result = a.status === 'completed' && a.assetPath ? signer.url(a.assetPath).url : null;
+    const [timeline, versions] = await Promise.all([actionTimeline(db, a.id, TIMELINE_LIMIT), cardVersions(db, a.cardId, VERSIONS_LIMIT)]);
+    const asOf = new Date(Math.floor(Date.now() / URL_EPOCH_MS) * URL_EPOCH_MS);
+    const result = a.status === 'completed' && a.assetPath ? signer.url(a.assetPath, undefined, asOf).url : null;
     const { inputs: _inputs, source: _source, input: _input, finalFrame: _finalFrame, designReference: _design, ...parameters } = a.params;
     return {
       id: a.id, type: a.type, status: a.status, card_id: a.cardId, project_id: a.projectId, parent_action_id: a.parentActionId, depth: a.depth,
       parameters, error_message: a.errorMessage, result_url: result, result_kind: a.product === 'video' ? 'video' : 'image',
-      thumb_url: thumbUrl(signer, a), ...moneyView(a.price, found), job,
+      thumb_url: thumbUrl(signer, a, asOf), ...moneyView(a.price, found), job,
       created_at: iso(a.createdAt), completed_at: iso(a.completedAt),
       timeline: timeline.map((e) => ({ ...e, created_at: iso(e.created_at) })),
       versions: versions.map((v: Action) => ({
         id: v.id, type: v.type, status: v.status, depth: v.depth, parent_action_id: v.parentActionId,
-        instruction: typeof v.params.instruction === 'string' ? v.params.instruction : null, thumb_url: thumbUrl(signer, v), created_at: iso(v.createdAt),
+        instruction: typeof v.params.instruction === 'string' ? v.params.instruction : null, thumb_url: thumbUrl(signer, v, asOf), created_at: iso(v.createdAt),
       })),
     };
   }

@@ -2,10 +2,12 @@
  * Try it: a signed-in user starts a photo, a card or a video from the dashboard, attributed to one of the account's
  * active API keys (its grouping, its name on the work), through the same acceptance as the public API
  * (api/generation-requests.ts): the same validation of the request, price, hold, workflow and answer. The request
- * is the public endpoint's body, whole, under `request`.
+ * is the public endpoint's body, whole, under `request`. Each start counts as a request of the key: in its rate limit
+ * (429 past it, with the same headers) and its "last used".
  */
-import { accountKey, accountKeys } from '../../src/accounts/accounts';
-import { readBalance } from '../../src/billing/sparks';
+import type { Context } from 'koa';
+import { accountKeys, countKeyUse } from '../../src/accounts/accounts';
+import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/housekeeping/retention';
 import { CATEGORIES } from '../../src/generation/catalogue';
 import { AppError } from '../../src/errors';
 import type { Caller } from '../../src/services';
@@ -14,7 +16,8 @@ import { send } from '../idempotency';
 import type { Route } from '../route';
 import { cardRequestSchema, photoRequestSchema, videoRequestSchema } from '../schemas/generate';
 import type { ApiServices } from '../services';
-import { dashboardRoute } from './session-guard';
+import { answerRateLimit } from '../middleware/rate-limit';
+import { dashboardRoute, hidingOtherAccounts } from './session-guard';
 
 const PRODUCTS = {
   photo: { schema: photoRequestSchema, images: 5 },
@@ -23,15 +26,18 @@ const PRODUCTS = {
 } as const;
 
 export function tryRoutes(services: ApiServices): Route[] {
-  const { db } = services;
+  const { db, config } = services;
   const accept = generationRequests(services);
 
-  /** The caller the work is attributed to: an active key of the user's account (else 422 naming `key_id`). */
-  async function callerOf(accountId: number, keyId: number): Promise<Caller> {
-    const key = await accountKey(db, accountId, keyId);
-    if (!key || key.revoked_at) throw new AppError(422, 'invalid_request', 'key_id is not an active key of this account');
-    const { available } = await readBalance(db, accountId);
-    return { accountId, keyId: key.id, keyName: key.name, defaultGrouping: key.default_grouping, availableOnArrival: available };
+  /**
+   * The caller the work is attributed to: an active key of the user's account (else 422 naming `key_id`), its use
+   * counted in its rate-limit window as the public API counts it (429 past the limit, before anything is read).
+   */
+  async function callerOf(ctx: Context, accountId: number, keyId: number): Promise<Caller> {
+    const key = await countKeyUse(db, accountId, keyId, RATE_LIMIT_WINDOW_SECONDS);
+    if (!key) throw new AppError(422, 'invalid_request', 'key_id is not an active key of this account');
+    answerRateLimit(ctx, db, config.rateLimitPerMinute, key.id, { window: key.window, used: key.count, nowSeconds: key.now_seconds });
+    return { accountId, keyId: key.id, keyName: key.name, defaultGrouping: key.default_grouping, availableOnArrival: key.available };
   }
 
   return [
@@ -56,8 +62,9 @@ export function tryRoutes(services: ApiServices): Route[] {
       responses: { 200: { description: 'Accepted: the answer of POST /generate/' + product } },
       async handle(ctx, { body, user }) {
         if (product === 'card') checkCardRequest(body.request);
-        const caller = await callerOf(user.accountId, body.key_id);
-        send(ctx, await accept[product](caller, body.request, ctx.get('Accept-Language')));
+        const caller = await callerOf(ctx, user.accountId, body.key_id);
+        // A project of another account is a 404 here, as every other account's id in the dashboard.
+        send(ctx, await hidingOtherAccounts(accept[product](caller, body.request, ctx.get('Accept-Language')), `Project ${body.request.project_id}`));
       },
     })),
   ];

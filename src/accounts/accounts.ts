@@ -157,3 +157,33 @@ export async function grantToAccount(db: DataSource, accountId: number, amount: 
     return grantSparks(m, accountId, amount, reference);
   });
 }
+
+/** An active key of the account counted as the public API counts a request of it (Try it in the dashboard). */
+export interface CountedKeyUse {
+  id: number; name: string; default_grouping: DefaultGrouping; count: number; window: number; now_seconds: number; available: number;
+}
+
+/**
+ * Counts one request of key `keyId` in its rate-limit window, as the API's key lookup does (and sets `last_used_at`
+ * on the window's first), when it is an active key of `accountId`; answers the key, its count in the window (of
+ * `windowSeconds`, on the database's clock) and the account's available sparks, or undefined.
+ */
+export async function countKeyUse(db: DataSource, accountId: number, keyId: number, windowSeconds: number): Promise<CountedKeyUse | undefined> {
+  return sqlRow<CountedKeyUse>(db.manager, `
+    WITH clock AS (
+      SELECT extract(epoch FROM statement_timestamp())::float8 AS now_seconds
+    ), api_key AS (
+      SELECT id, account_id, name, default_grouping FROM api_keys WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL
+    ), counted AS (
+      INSERT INTO rate_limit_windows AS w (key_id, window_start, count)
+      SELECT id, floor(clock.now_seconds / $3)::bigint, 1 FROM api_key, clock
+      ON CONFLICT (key_id, window_start) DO UPDATE SET count = w.count + 1
+      RETURNING key_id, count, window_start, (xmax = 0) AS opened
+    ), used AS (
+      UPDATE api_keys k SET last_used_at = statement_timestamp() FROM counted WHERE counted.opened AND k.id = counted.key_id
+    )
+    SELECT api_key.id, api_key.name, api_key.default_grouping, counted.count, counted.window_start::int AS window, clock.now_seconds,
+           a.balance - a.held AS available
+      FROM api_key JOIN counted ON counted.key_id = api_key.id JOIN accounts a ON a.id = api_key.account_id, clock`,
+  [keyId, accountId, windowSeconds]);
+}

@@ -126,19 +126,19 @@ export function galleryPage(db: DataSource, accountId: number, after: { at: stri
     after ? [accountId, limit, after.at, after.id] : [accountId, limit]);
 }
 
-/** An action's recorded events (live progress's log), oldest first, at most `limit`. */
+/** An action's latest `limit` recorded events (live progress's log), oldest first. */
 export function actionTimeline(db: DataSource, actionId: number, limit: number): Promise<Array<{
   seq: number; action_status: string; job_status: string | null; phase: string | null; attempt: number | null;
   provider: string | null; percent: number | null; created_at: Date;
 }>> {
   return db.query(
-    `SELECT seq, action_status, job_status, phase, attempt, provider, percent, created_at
-       FROM action_events WHERE action_id = $1 ORDER BY seq LIMIT $2`, [actionId, limit]);
+    `SELECT * FROM (SELECT seq, action_status, job_status, phase, attempt, provider, percent, created_at
+                      FROM action_events WHERE action_id = $1 ORDER BY seq DESC LIMIT $2) e ORDER BY seq`, [actionId, limit]);
 }
 
-/** The versions of a card (its first generation and every edit), oldest first. */
-export function cardVersions(db: DataSource, cardId: number): Promise<Action[]> {
-  return db.manager.find(Action, { where: { cardId }, order: { createdAt: 'ASC', id: 'ASC' } });
+/** The first `limit` versions of a card (its first generation and its edits), oldest first. */
+export function cardVersions(db: DataSource, cardId: number, limit: number): Promise<Action[]> {
+  return db.manager.find(Action, { where: { cardId }, order: { createdAt: 'ASC', id: 'ASC' }, take: limit });
 }
 
 /** An action as the dashboard's detail shows it: the row, its hold, and its v2 job where it has one. */

@@ -47,6 +47,8 @@ export interface AssetStore {
    * there (stores that can hand out such URLs only: S3).
    */
   presign?(key: string, ttlSeconds: number, method?: 'GET' | 'HEAD'): Promise<string | undefined>;
+  /** The origin of the store's presigned URLs (stores that presign). */
+  presignedOrigin?(): Promise<string>;
   /** Throws when the store cannot be used (readiness); stores with nothing to reach have none. */
   check?(signal: AbortSignal): Promise<void>;
 }

@@ -1,7 +1,7 @@
 /**
  * The benchmark keeps starting: a tiny slice of `npm run bench` against the suite's own dev server and database
  * (the HTTP floors, the workflow floors, POST /generate/photo on a real API process, a second each, and 20 idle
- * live-progress streams), and the report's shape.
+ * live-progress streams, the dashboard's pages on an account of 20 actions in Chromium), and the report's shape.
  */
 import assert from 'node:assert/strict';
 import os from 'node:os';
@@ -13,6 +13,7 @@ import { stopAll } from '../../bench/processes';
 import { backendReport, renderMarkdown, Report } from '../../bench/report';
 import { resolveAnalysis } from '../../bench/analysis';
 import { measureIdleStreams } from '../../bench/live-streams';
+import { measureDashboardPages } from '../../bench/dashboard-pages';
 import { measureAcceptItems } from '../../bench/accept-items';
 import { measureAccept, photoBody, ServiceContext, serviceEnv } from '../../bench/service';
 import { settingsFor } from '../../bench/settings';
@@ -45,6 +46,7 @@ describe('benchmark harness (smoke)', function () {
       await measureAccept(ctx, 'api', figures);
       await measureAcceptItems(ctx, figures, 1, 20);
       await measureIdleStreams(ctx, figures);
+      await measureDashboardPages(ctx, figures, settings.dashboardActions, settings.dashboardRuns);
 
       const report = backendReport('dev', figures, settings, []);
       const byKey = (key: string) => report.rows.find((r) => r.key === key)!;
@@ -56,7 +58,10 @@ describe('benchmark harness (smoke)', function () {
       assert.ok(accepted.ratio! > 0);
       assert.equal(byKey('svc.status').service, null, 'what was not measured says so');
       assert.equal(byKey('svc.status').note, 'not measured in this run');
-      assert.equal(report.targets.length, 14);
+      assert.equal(report.targets.length, 15);
+      const pages = report.targets.find((t) => t.figure.startsWith('the dashboard\'s pages'))!;
+      assert.equal(typeof pages.pass, 'boolean', 'every dashboard page is measured and judged');
+      assert.equal(report.dashboard!.pages.length, 7);
       const streams = report.targets.find((t) => t.figure.includes('idle live-progress'))!;
       assert.equal(typeof streams.pass, 'boolean', 'the streams\' memory is measured and judged');
       assert.match(streams.observed, /^[+-][\d.]+ MiB for 20 \(/);

@@ -9,12 +9,15 @@ import { signedInUser } from '../support/dashboard-client';
 import { jpegBase64 } from '../support/fixtures';
 import { Stack, startStack } from '../support/stack';
 
+/** The stack's per-key limit: above what each test spends of it on one key. */
+const RATE_LIMIT = 4;
+
 describe('dashboard try it', function () {
   this.timeout(90_000);
   let stack: Stack;
   let image: string;
   before(async () => {
-    [stack, image] = await Promise.all([startStack(), jpegBase64()]);
+    [stack, image] = await Promise.all([startStack({ rateLimitPerMinute: RATE_LIMIT }), jpegBase64()]);
   });
   after(() => stack?.stop());
 
@@ -57,5 +60,23 @@ describe('dashboard try it', function () {
     const revoked = await a.browser.call('POST', '/try/photo', { key_id: aKey.id, request });
     assert.deepEqual([revoked.status, revoked.body.detail.error], [422, 'invalid_request']);
     assert.equal((await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [a.accountId]))[0].n, 0, 'nothing accepted');
+  });
+
+  it('counts each start as a request of the key: its rate limit (429 with the same headers) and its last use; another account\'s project is a 404', async () => {
+    const a = await signedInUser(stack.baseUrl, stack.db);
+    const b = await signedInUser(stack.baseUrl, stack.db);
+    const [key] = (await a.browser.call('GET', '/keys')).body.keys;
+    assert.equal(key.last_used_at, null);
+    const bProject = (await stack.db.query('INSERT INTO projects (account_id, source) VALUES ($1, $2) RETURNING id', [b.accountId, 'api']))[0].id;
+    const request = { images: [{ data: image }], product_name: 'Jug', category_id: 'home', project_id: bProject };
+    for (let i = 1; i <= RATE_LIMIT; i++) {
+      const foreign = await a.browser.call('POST', '/try/photo', { key_id: key.id, request });
+      assert.deepEqual([foreign.status, foreign.body.detail.error], [404, 'not_found'], 'as an unknown project: nothing said of B\'s');
+      assert.equal(foreign.headers.get('x-ratelimit-remaining'), String(RATE_LIMIT - i));
+    }
+    const limited = await a.browser.call('POST', '/try/photo', { key_id: key.id, request });
+    assert.deepEqual([limited.status, limited.body.detail.error], [429, 'rate_limit_exceeded']);
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.ok((await a.browser.call('GET', '/keys')).body.keys[0].last_used_at, 'its last use shows');
   });
 });

@@ -216,6 +216,11 @@ export class S3AssetStore implements AssetStore {
     return getSignedUrl(this.client, command, { expiresIn: ttlSeconds });
   }
 
+  /** The origin of this store's presigned URLs (the dashboard's Content-Security-Policy lets pages load from it). */
+  async presignedOrigin(): Promise<string> {
+    return new URL(await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey('origin') }), { expiresIn: 60 })).origin;
+  }
+
   /** The bucket answers to these credentials (HeadBucket): wrong credentials or a missing bucket throw. */
   async check(signal: AbortSignal): Promise<void> {
     await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: signal });
