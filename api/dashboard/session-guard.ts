@@ -124,7 +124,7 @@ export async function hidingOtherAccounts<T>(work: Promise<T>, what: string): Pr
  * case than another (a reset link made only for an email that has a user). A failure is logged.
  */
 export function afterAnswer(ctx: Context, what: string, work: () => Promise<unknown>): void {
-  ctx.res.once('close', () => {
-    work().catch((err: unknown) => log.warn(`${what} failed after its answer`, { error: (err as Error).message }));
-  });
+  const run = () => void work().catch((err: unknown) => log.warn(`${what} failed after its answer`, { error: (err as Error).message }));
+  if (ctx.res.closed) run(); // the client left already
+  else ctx.res.once('close', run);
 }

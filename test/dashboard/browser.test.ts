@@ -121,7 +121,9 @@ describe('the dashboard in Chromium', function () {
         await picture('gallery');
         await tile.click();
         await page.getByRole('heading', { name: 'Versions of this card' }).waitFor();
-        await page.getByRole('link', { name: 'Open the result' }).waitFor();
+        const result = await page.getByRole('link', { name: 'Open the result' }).getAttribute('href');
+        const opened = await context.request.get(result!); // the result itself, as the link opens it
+        assert.deepEqual([opened.status(), opened.headers()['content-type']], [200, 'image/jpeg']);
         await page.locator('ol.timeline li').filter({ hasText: 'completed' }).first().waitFor();
         assert.deepEqual(await accessibilityProblems(page), []);
 
