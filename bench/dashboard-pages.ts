@@ -9,6 +9,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { ensureChromium } from '../ops/tools/chromium';
+import { sqlRows } from '../src/db/sql';
 import { makeThumbnail, thumbnailKeyOf } from '../src/media/thumbnails';
 import { inviteUser } from '../src/users/users';
 import { jpegBase64, newAccount } from '../test/support/fixtures';
@@ -33,7 +34,7 @@ const PASSWORD = 'bench dashboard password';
 export async function measureDashboardPages(ctx: ServiceContext, figures: Figures, count: number, runs: number): Promise<void> {
   const { accountId } = await newAccount(ctx.db, 1_000, 'bench dashboard');
   await insertActions(ctx.db, [accountId], count);
-  const actions: { id: number; asset_path: string }[] = await ctx.db.query(
+  const actions = await sqlRows<{ id: number; asset_path: string }>(ctx.db.manager,
     'UPDATE actions SET has_thumbnail = true WHERE account_id = $1 RETURNING id, asset_path', [accountId]);
   const name = 'api-dashboard-pages';
   const assets = path.join(ctx.dataDir, name, 'assets');

@@ -62,8 +62,10 @@ describe('request limits', function () {
         [`post ${V1}/analyze`]: images(1), [`post ${V1}/wishes/suggest`]: images(5), [`post ${V1}/video/suggest-scenario`]: images(1),
         [`post ${V2}/jobs/generate`]: images(5), [`post ${V2}/jobs/edit`]: plain,
         [`post ${V1}/funnels`]: images(5), [`post ${V1}/funnels/{funnel_id}/setup`]: images(3), [`post ${V1}/funnels/{funnel_id}/generate`]: plain,
-        ...Object.fromEntries(['post /sign-in', 'post /password', 'post /links/redeem', 'post /password-reset', 'post /keys', 'patch /keys/{key_id}',
-          'post /members', 'patch /members/{user_id}'].map((route) => [route.replace(' ', ` ${DASHBOARD_API}`), plain])),
+        ...Object.fromEntries(['post /sign-in', 'post /password', 'post /links/redeem', 'post /password-reset', 'post /sign-up', 'post /keys',
+          'patch /keys/{key_id}', 'post /members', 'patch /members/{user_id}', 'post /webhooks', 'patch /webhooks/{webhook_id}',
+        ].map((route) => [route.replace(' ', ` ${DASHBOARD_API}`), plain])),
+        [`post ${DASHBOARD_API}/try/photo`]: images(5), [`post ${DASHBOARD_API}/try/card`]: images(6), [`post ${DASHBOARD_API}/try/video`]: images(2),
       });
     });
 
@@ -186,6 +188,8 @@ describe('request limits', function () {
       assert.deepEqual([...new Set(unbounded.map((w) => w.replace(/^\w+:/, '')))].sort(), [
         'body.design_reference_image.data', 'body.environment_reference_image.data', 'body.final_frame.data', 'body.image.data',
         'body.images[].data', 'body.model_reference_image.data',
+        // The dashboard's Try it carries a generate body whole under `request`.
+        'body.request.design_reference_image.data', 'body.request.final_frame.data', 'body.request.image.data', 'body.request.images[].data',
       ]);
     });
   });
