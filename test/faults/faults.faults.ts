@@ -241,7 +241,9 @@ for (const kind of ['dev', 'server'] as const) {
     });
 
     /** The stored results of an action: one per render. */
-    const storedResults = (actionId: number) => readdir(path.join(stack.assetsDir, 'results', String(actionId))).catch(() => [] as string[]);
+    /** The results stored for the action (not their thumbnails). */
+    const storedResults = async (actionId: number) => (await readdir(path.join(stack.assetsDir, 'results', String(actionId))).catch(() => [] as string[]))
+      .filter((name) => !name.endsWith('.thumb.webp'));
 
     it('a worker killed (SIGKILL) while it finalises (the charge in flight): a new worker completes every job, charged once, one result each', async () => {
       const { call, accountId } = await account(100);
