@@ -2,10 +2,9 @@
  * An action: its result (open or download), parameters, price, held and charged, its card's versions (the edit tree),
  * and the timeline of its events, kept live by the action's event stream.
  */
-import { useEffect, useState } from 'preact/hooks';
-import { api, API, when } from '../api';
+import { when } from '../api';
 import { BASE } from '../paths';
-import { ErrorNote, messageOf } from './parts';
+import { ErrorNote, useLiveSnapshot } from './parts';
 
 interface Version { id: number; type: string; status: string; depth: number; parent_action_id: number | null; instruction: string | null; thumb_url: string | null; created_at: string }
 interface TimelineEvent { seq: number; action_status: string; job_status: string | null; phase: string | null; attempt: number | null; provider: string | null; percent: number | null; created_at: string }
@@ -16,30 +15,8 @@ interface Detail {
   timeline: TimelineEvent[]; versions: Version[];
 }
 
-/** The detail as its stream sends it; when the stream is refused, one plain read says why (a 401 signs out, a 404 shows). */
-function useLiveDetail(id: string): { detail?: Detail; error?: string } {
-  const [detail, setDetail] = useState<Detail>();
-  const [error, setError] = useState<string>();
-  useEffect(() => {
-    let source: EventSource | undefined;
-    let retry: ReturnType<typeof setTimeout> | undefined;
-    setDetail(undefined);
-    const open = () => {
-      source = new EventSource(`${API}/actions/${encodeURIComponent(id)}/events`);
-      source.addEventListener('action', (e) => { setError(undefined); setDetail(JSON.parse((e as MessageEvent<string>).data)); });
-      source.onerror = () => {
-        if (source?.readyState !== EventSource.CLOSED) return;
-        api<Detail>('GET', `/actions/${encodeURIComponent(id)}`).then((d) => { setDetail(d); retry = setTimeout(open, 5000); }, (err) => setError(messageOf(err)));
-      };
-    };
-    open();
-    return () => { source?.close(); clearTimeout(retry); };
-  }, [id]);
-  return { detail, error };
-}
-
 export function ActionPage({ id }: { id: string }) {
-  const { detail, error } = useLiveDetail(id);
+  const { view: detail, error } = useLiveSnapshot<Detail>(`/actions/${encodeURIComponent(id)}`, 'action');
   if (error) return <section><h1>Action {id}</h1><ErrorNote message={error} /></section>;
   if (!detail) return <section><h1>Action {id}</h1><p aria-busy="true">Loading…</p></section>;
   return (

@@ -2,10 +2,9 @@
  * Overview: the account's sparks (balance, available, held), today's helper calls against the free limit, and the
  * latest actions and jobs with their status, kept live by the overview's event stream (no reload).
  */
-import { useEffect, useState } from 'preact/hooks';
-import { api, API, when } from '../api';
+import { when } from '../api';
 import { BASE } from '../paths';
-import { ErrorNote, messageOf } from './parts';
+import { ErrorNote, useLiveSnapshot } from './parts';
 
 export interface LatestAction {
   id: number; type: 'generate' | 'edit' | 'video'; status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
@@ -17,30 +16,8 @@ interface Overview {
 
 const TYPES = { generate: 'Photo or card', edit: 'Edit', video: 'Video' };
 
-/** The overview as its stream sends it; when the stream is refused, one plain read says why (a 401 signs out). */
-function useLiveOverview(): { overview?: Overview; error?: string } {
-  const [overview, setOverview] = useState<Overview>();
-  const [error, setError] = useState<string>();
-  useEffect(() => {
-    let source: EventSource | undefined;
-    let retry: ReturnType<typeof setTimeout> | undefined;
-    const open = () => {
-      source = new EventSource(`${API}/overview/events`);
-      source.addEventListener('overview', (e) => { setError(undefined); setOverview(JSON.parse((e as MessageEvent<string>).data)); });
-      source.onerror = () => {
-        if (source?.readyState !== EventSource.CLOSED) return; // the browser reconnects by itself
-        api<Overview>('GET', '/overview').then(setOverview, (err) => setError(messageOf(err)));
-        retry = setTimeout(open, 5000);
-      };
-    };
-    open();
-    return () => { source?.close(); clearTimeout(retry); };
-  }, []);
-  return { overview, error };
-}
-
 export function OverviewPage() {
-  const { overview, error } = useLiveOverview();
+  const { view: overview, error } = useLiveSnapshot<Overview>('/overview', 'overview');
   return (
     <section>
       <h1>Overview</h1>

@@ -1,6 +1,6 @@
 /** Small pieces every page uses. */
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError } from '../api';
+import { API, api, ApiError } from '../api';
 
 /** What to show for a failed call: the service's message, or that it could not be reached. */
 export const messageOf = (err: unknown) => (err instanceof ApiError ? err.message : 'The service could not be reached');
@@ -91,4 +91,36 @@ export function usePagedList<T>(path: string, field: string) {
   });
   useEffect(() => { void load(); }, [path]);
   return { items, error, busy, more: next ? () => load(next) : undefined };
+}
+
+/**
+ * A view kept live by its snapshot stream (`${path}/events`, events named `event`): each event is the whole view.
+ * When the browser gives the stream up (the server refused it), one plain read of `path` says why (a 401 signs
+ * out, a 404 shows as the error) and, unless it was one of those two, the stream is opened again 5 s later.
+ */
+export function useLiveSnapshot<T>(path: string, event: string): { view?: T; error?: string } {
+  const [view, setView] = useState<T>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    let source: EventSource | undefined;
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    setView(undefined);
+    const open = () => {
+      source = new EventSource(`${API}${path}/events`);
+      source.addEventListener(event, (e) => { setError(undefined); setView(JSON.parse((e as MessageEvent<string>).data)); });
+      source.onerror = () => {
+        if (source?.readyState !== EventSource.CLOSED) return; // the browser reconnects by itself
+        api<T>('GET', path).then(
+          (read) => { setView(read); retry = setTimeout(open, 5000); },
+          (err) => {
+            setError(messageOf(err));
+            if (!(err instanceof ApiError && (err.status === 401 || err.status === 404))) retry = setTimeout(open, 5000);
+          },
+        );
+      };
+    };
+    open();
+    return () => { source?.close(); clearTimeout(retry); };
+  }, [path, event]);
+  return { view, error };
 }
