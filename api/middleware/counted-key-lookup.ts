@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { DefaultGrouping } from '../../src/db/entities/api-key';
+import { Batcher } from '../../src/db/batcher';
 import { prepared, preparedRows } from '../../src/db/prepared';
 import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/housekeeping/retention';
 import type { CountedRequest } from './rate-limit';
@@ -33,21 +34,16 @@ const KEYS_AND_COUNTS = prepared('api_keys_and_rate_counts', `
          counted.window_start::int AS window, clock.now_seconds, a.balance - a.held AS available
     FROM api_key JOIN counted ON counted.key_id = api_key.id JOIN accounts a ON a.id = api_key.account_id, clock`);
 
-/** Statements of this kind one process runs at once; requests arriving meanwhile wait for the next one. */
-const MAX_STATEMENTS_IN_FLIGHT = 2;
-
 /** A key found, with its account's sparks available (balance - held) as the statement read them. */
 export interface KeyRow { id: number; account_id: number; name: string; default_grouping: DefaultGrouping; available: number }
 
 /** A request of a valid key, counted: `used` is its number in the key's window, itself included. */
 export interface CountedKey extends CountedRequest { key: KeyRow }
 
-interface Waiter { resolve(counted: CountedKey | undefined): void; reject(err: unknown): void }
-
 /**
- * Finds API keys and counts their requests, at most MAX_STATEMENTS_IN_FLIGHT statements at a time in this process.
- * Requests that arrive while those run wait for the next statement, which finds all their keys and counts each
- * key's requests at once (`count + n`), numbering them in arrival order from the total it returns. Under load a
+ * Finds API keys and counts their requests in batches (src/db/batcher.ts: at most two statements at a time in this
+ * process; requests that arrive while those run wait for the next one). A statement finds all its keys and counts
+ * each key's requests at once (`count + n`), numbering them in arrival order from the total it returns. Under load a
  * statement (and its one write transaction) serves many requests, and nothing is lost:
  * - the limit stays exact across processes: each statement adds its n atomically and takes the n numbers below the
  *   total it returns, so the numbers handed out by all processes are distinct and every request gets one;
@@ -56,44 +52,24 @@ interface Waiter { resolve(counted: CountedKey | undefined): void; reject(err: u
  * Keys are held only as hashes, and only until their statement answers.
  */
 export class CountedKeyLookup {
-  /** The requests waiting for the next statement, by key hash, in arrival order. */
-  private waiting = new Map<string, Waiter[]>();
-  private running = 0;
+  private readonly batcher: Batcher<string, CountedKey | undefined>;
 
-  constructor(private readonly db: DataSource) {}
-
-  lookup(keyHash: string): Promise<CountedKey | undefined> {
-    return new Promise((resolve, reject) => {
-      const queue = this.waiting.get(keyHash);
-      if (queue) queue.push({ resolve, reject });
-      else this.waiting.set(keyHash, [{ resolve, reject }]);
-      this.startNext();
+  constructor(db: DataSource) {
+    this.batcher = new Batcher(async (calls) => {
+      const hashes = [...calls.keys()];
+      const rows = await preparedRows<KeyRow & { key_hash: string; count: number; window: number; now_seconds: number }>(
+        db, KEYS_AND_COUNTS, [hashes, RATE_LIMIT_WINDOW_SECONDS, hashes.map((h) => calls.get(h)!)],
+      );
+      const found = new Map(rows.map(({ key_hash: keyHash, count, window, now_seconds: nowSeconds, ...key }) =>
+        [keyHash, { key, window, nowSeconds, first: count - calls.get(keyHash)! + 1 }]));
+      return (keyHash, i) => {
+        const counted = found.get(keyHash);
+        return counted && { key: counted.key, window: counted.window, nowSeconds: counted.nowSeconds, used: counted.first + i }; // none: unknown or revoked
+      };
     });
   }
 
-  private startNext(): void {
-    if (this.running >= MAX_STATEMENTS_IN_FLIGHT || this.waiting.size === 0) return;
-    const batch = this.waiting;
-    this.waiting = new Map();
-    this.running++;
-    const hashes = [...batch.keys()];
-    preparedRows<KeyRow & { key_hash: string; count: number; window: number; now_seconds: number }>(
-      this.db, KEYS_AND_COUNTS, [hashes, RATE_LIMIT_WINDOW_SECONDS, hashes.map((h) => batch.get(h)!.length)],
-    )
-      .then((rows) => {
-        for (const { key_hash: keyHash, count, window, now_seconds: nowSeconds, ...key } of rows) {
-          const waiters = batch.get(keyHash)!;
-          const first = count - waiters.length + 1;
-          waiters.forEach((waiter, i) => waiter.resolve({ key, window, used: first + i, nowSeconds }));
-          batch.delete(keyHash);
-        }
-        for (const waiters of batch.values()) for (const waiter of waiters) waiter.resolve(undefined); // unknown or revoked
-      }, (err: unknown) => {
-        for (const waiters of batch.values()) for (const waiter of waiters) waiter.reject(err);
-      })
-      .finally(() => {
-        this.running--;
-        this.startNext();
-      });
+  lookup(keyHash: string): Promise<CountedKey | undefined> {
+    return this.batcher.call(keyHash);
   }
 }

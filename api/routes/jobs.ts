@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
-import { type JobRow, readJob } from '../../src/jobs/store';
+import { type JobRow, jobReader } from '../../src/jobs/store';
 import type { EditParams } from '../../src/actions/params';
 import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/jobs/lifecycle';
 import { readPriceList } from '../../src/billing/pricing';
@@ -78,6 +78,7 @@ const notReadySchema = {
 export function jobRoutes(services: ApiServices): Route[] {
   const { db, signer, providers, liveEvents } = services;
   const kit = generationPreparation(services);
+  const readJob = jobReader(db);
 
   /** The 202 of a new job; its price is held as the answer commits (and a replay answers the same). */
   const createdJob = (jobId: string, type: JobType, actionId: number, kind: 'photo' | 'edit', price: number) => ({
@@ -88,14 +89,14 @@ export function jobRoutes(services: ApiServices): Route[] {
   });
 
   /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
-  async function ownJob(ctx: Context, jobId: string): Promise<JobRow> {
+  async function ownJob(ctx: Context, jobId: string): Promise<Readonly<JobRow>> {
     if (!UUID.test(jobId)) throw notFound('Job');
-    const row = await readJob(db, jobId);
+    const row = await readJob(jobId.toLowerCase());
     if (!row || row.account_id !== (ctx.state.caller as Caller).accountId) throw notFound('Job');
     return row;
   }
 
-  function jobView(job: JobRow) {
+  function jobView(job: Readonly<JobRow>) {
     const signed = job.status === 'succeeded' && job.asset_path ? signer.url(job.asset_path) : undefined;
     return {
       job_id: job.id, type: job.type, status: job.status, phase: job.phase, retryable: job.retryable,
@@ -192,7 +193,7 @@ export function jobRoutes(services: ApiServices): Route[] {
           if (event.job_status === null) return null;
           const status = event.job_status;
           const final = TERMINAL_JOB_STATUSES.includes(status as JobStatus);
-          const ended = final ? (await readJob(db, job.id))! : undefined;
+          const ended = final ? (await readJob(job.id))! : undefined;
           const view = ended ? jobView(ended) : undefined;
           return {
             event: final ? status : 'progress',

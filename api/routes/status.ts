@@ -3,7 +3,7 @@
  * download redirect.
  */
 import { Action, Project } from '../../src/db/entities';
-import { holdsOf, listActions, readActionStatus } from '../../src/actions/store';
+import { actionStatusReader, holdsOf, listActions } from '../../src/actions/store';
 import { cancelAction } from '../../src/actions/cancel';
 import { AppError } from '../../src/errors';
 import { assertOwn, requireOwn } from '../../src/accounts/ownership';
@@ -19,6 +19,7 @@ import { actionEventStreamResponses } from '../live/event-schemas';
 const DATE = { type: 'string', maxLength: 10, format: 'date', pattern: '^[12][0-9]{3}-', description: 'YYYY-MM-DD (UTC), years 1000-2999' };
 
 export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices): Route[] {
+  const readActionStatus = actionStatusReader(db);
   /** The signed URL of a completed action's result, fresh on every call. */
   const resultUrl = (action: Pick<Action, 'status' | 'assetPath'>) => {
     const signed = action.status === 'completed' && action.assetPath ? signer.url(action.assetPath) : undefined;
@@ -32,7 +33,7 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
       params: actionIdPath,
       responses: { 200: { description: 'The action status', schema: ref('ActionStatus') } },
       async handle(ctx, { params }) {
-        const row = await readActionStatus(db, params.action_id);
+        const row = await readActionStatus(params.action_id);
         const action = assertOwn(row, row?.account_id, ctx.state.caller as Caller, `Action ${params.action_id}`);
         ctx.body = {
           action_id: action.id,
@@ -54,13 +55,13 @@ export function statusRoutes({ db, signer, temporal, liveEvents }: ApiServices):
       headers: lastEventIdHeaders,
       responses: actionEventStreamResponses('v1'),
       async handle(ctx, { params, query }) {
-        const row = await readActionStatus(db, params.action_id);
+        const row = await readActionStatus(params.action_id);
         const action = assertOwn(row, row?.account_id, ctx.state.caller as Caller, `Action ${params.action_id}`);
         const after = lastEventId(ctx, query.last_event_id);
         await streamActionEvents(ctx, { db, liveEvents }, action.id, after, async (event) => {
           const final = ['completed', 'failed', 'cancelled'].includes(event.action_status);
           // The final event reads the action once more: its result (signed now) and its error.
-          const ended = final ? (await readActionStatus(db, action.id))! : undefined;
+          const ended = final ? (await readActionStatus(action.id))! : undefined;
           return {
             event: final ? event.action_status : 'progress',
             final,

@@ -5,14 +5,15 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { Action, Card } from '../db/entities';
 import type { HoldStatus } from '../db/entities/spark-hold';
-import { prepared, preparedRow } from '../db/prepared';
+import { prepared } from '../db/prepared';
+import { batchedRows } from '../db/batcher';
 import { positionTimeSql } from '../db/keyset';
 
-/** What a status poll shows of an action, by its primary key: only the columns the answer needs. */
-const ACTION_STATUS = prepared('action_status',
+/** What a status poll shows of actions, by their primary keys: only the columns the answer needs. */
+const ACTION_STATUSES = prepared('action_statuses',
   `SELECT a.id, a.account_id, a.status, a.type, a.asset_path, a.error_message, a.created_at, a.completed_at, a.price,
           h.status AS hold_status, h.amount AS hold_amount
-     FROM actions a LEFT JOIN spark_holds h ON h.action_id = a.id WHERE a.id = $1`);
+     FROM actions a LEFT JOIN spark_holds h ON h.action_id = a.id WHERE a.id = ANY($1::int[])`);
 
 export interface ActionStatusRow {
   id: number; account_id: number; status: Action['status']; type: Action['type']; asset_path: string | null;
@@ -20,9 +21,12 @@ export interface ActionStatusRow {
   hold_status: HoldStatus | null; hold_amount: number | null;
 }
 
-/** What a status poll shows of the action (with its hold), or undefined. */
-export function readActionStatus(db: DataSource, actionId: number): Promise<ActionStatusRow | undefined> {
-  return preparedRow<ActionStatusRow>(db, ACTION_STATUS, [actionId]);
+/**
+ * What a status poll shows of an action (with its hold), or undefined; the reads of polls that arrive together are
+ * one statement (batchedRows). The id must be an int4 (the route's schema checks it).
+ */
+export function actionStatusReader(db: DataSource): (actionId: number) => Promise<Readonly<ActionStatusRow> | undefined> {
+  return batchedRows<number, ActionStatusRow>(db, ACTION_STATUSES, 'id');
 }
 
 /** The holds of a page of actions, by the unique action_id: one indexed read, none for an empty page. */

@@ -4,6 +4,8 @@ import { Client, type QueryConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import { CountedKeyLookup } from '../../api/middleware/counted-key-lookup';
 import { hashApiKey, revokeKey } from '../../src/accounts/accounts';
+import { actionStatusReader } from '../../src/actions/store';
+import { jobReader } from '../../src/jobs/store';
 import { apiClient, clearOfRateWindowEdge, newAccount, V1 } from '../support/fixtures';
 import { Stack, startApiPair } from '../support/stack';
 
@@ -60,7 +62,7 @@ describe('polls: the key, its count and the read', () => {
     await clearOfRateWindowEdge(3);
     assert.equal((await call('GET', `${V1}/pricing`)).status, 200); // opens the key's window
     const polls: [string, string][] = [
-      [`${V1}/status/${actionId}`, 'action_status'], [`${V2}/jobs/${jobId}`, 'job_with_action'], [`${V1}/balance`, 'account_balance'],
+      [`${V1}/status/${actionId}`, 'action_statuses'], [`${V2}/jobs/${jobId}`, 'jobs_with_actions'], [`${V1}/balance`, 'account_balance'],
     ];
     for (const [path, read] of polls) {
       let status = 0;
@@ -75,6 +77,44 @@ describe('polls: the key, its count and the read', () => {
     assert.match(status.body.result_url, /\/assets\/results\/polls\/result\.jpg\?expires=\d+&signature=[0-9a-f]{64}$/);
     const job = await call('GET', `${V2}/jobs/${jobId}`);
     assert.deepEqual([job.body.status, job.body.result.action_id, job.body.resource_id], ['succeeded', actionId, actionId]);
+    const upper = await call('GET', `${V2}/jobs/${jobId.toUpperCase()}`);
+    assert.deepEqual([upper.status, upper.body.job_id], [200, jobId]);
+  });
+
+  it('reads of polls that arrive together share a statement, each answered with its own row', async () => {
+    const own = await newAccount(first.db);
+    const other = await newAccount(first.db);
+    const mine = await Promise.all([completedJob(first.db, own.accountId), completedJob(first.db, own.accountId)]);
+    const theirs = await completedJob(first.db, other.accountId);
+    const readStatus = actionStatusReader(first.db);
+    const readJob = jobReader(first.db);
+    const actionIds = [mine[0].actionId, mine[1].actionId, theirs.actionId, 2_147_483_647, mine[0].actionId];
+    const jobIds = [mine[0].jobId, theirs.jobId, randomUUID(), mine[1].jobId, mine[1].jobId];
+    let statuses: Awaited<ReturnType<typeof readStatus>>[] = [];
+    let jobs: Awaited<ReturnType<typeof readJob>>[] = [];
+    const sent = await statementsOf(async () => {
+      [statuses, jobs] = await Promise.all([
+        Promise.all([...actionIds, ...actionIds].map(readStatus)), Promise.all([...jobIds, ...jobIds].map(readJob)),
+      ]);
+    });
+    // Of each reader, the first two calls started a statement each at once; the eight that arrived meanwhile shared a third.
+    assert.deepEqual(sent.filter((s) => s === 'action_statuses').length, 3);
+    assert.deepEqual(sent.filter((s) => s === 'jobs_with_actions').length, 3);
+    assert.deepEqual(statuses.map((row) => row && [row.id, row.account_id]), [...actionIds, ...actionIds].map((id) =>
+      (id === theirs.actionId ? [id, other.accountId] : id === 2_147_483_647 ? undefined : [id, own.accountId])));
+    assert.deepEqual(jobs.map((row) => row && [row.id, row.account_id, row.action_id]), [...jobIds, ...jobIds].map((id) =>
+      (id === theirs.jobId ? [id, other.accountId, theirs.actionId] : mine.find((m) => m.jobId === id) ? [id, own.accountId, mine.find((m) => m.jobId === id)!.actionId] : undefined)));
+  });
+
+  it('a read that fails fails its own statement\'s calls only', async () => {
+    const { accountId } = await newAccount(first.db);
+    const { actionId } = await completedJob(first.db, accountId);
+    const readStatus = actionStatusReader(first.db);
+    // Out of int4 (a route's schema never lets one through): the statement of the first call fails, alone.
+    const answers = await Promise.allSettled([readStatus(2 ** 31), readStatus(actionId), readStatus(actionId)]);
+    assert.equal(answers[0].status, 'rejected');
+    assert.deepEqual(answers.slice(1).map((a) => a.status === 'fulfilled' && a.value?.id), [actionId, actionId]);
+    assert.equal((await readStatus(actionId))?.id, actionId);
   });
 
   it('a key revoked through the operator path is refused at once by both instances that were serving it', async () => {
