@@ -10,7 +10,8 @@
  *      finds the key and counts the request in its rate-limit window (an upsert), batched with the other requests
  *      that arrive meanwhile (api/middleware/counted-key-lookup.ts);
  *   2. the action by primary key and account, a named prepared statement, JSON out. The service: one prepared
- *      statement (the action with its hold, or the job, or the balance) and the view (signed result URL, money).
+ *      statement (the action with its hold, or the job; the balance came with the key), batched by primary key with
+ *      the polls that arrive meanwhile (src/db/batcher.ts), and the view (signed result URL, money).
  *
  * `POST /accept` (the accept floor; the service's `POST /generate/photo`):
  *   1. the key by hash, as above;
