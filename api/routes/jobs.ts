@@ -91,7 +91,7 @@ export function jobRoutes(services: ApiServices): Route[] {
   /** The caller's job: unknown, malformed and foreign ids are all the same 404. */
   async function ownJob(ctx: Context, jobId: string): Promise<Readonly<JobRow>> {
     if (!UUID.test(jobId)) throw notFound('Job');
-    const row = await readJob(jobId.toLowerCase());
+    const row = await readJob(jobId);
     if (!row || row.account_id !== (ctx.state.caller as Caller).accountId) throw notFound('Job');
     return row;
   }

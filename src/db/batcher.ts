@@ -25,7 +25,9 @@ export class Batcher<K, R> {
   constructor(
     private readonly fetch: (calls: ReadonlyMap<K, number>) => Promise<BatchAnswer<K, R>>,
     private readonly maxInFlight = 2,
-  ) {}
+  ) {
+    if (!(maxInFlight >= 1)) throw new Error(`a Batcher needs at least one batch in flight, got ${maxInFlight}`);
+  }
 
   call(key: K): Promise<R> {
     return new Promise((resolve, reject) => {
@@ -43,7 +45,13 @@ export class Batcher<K, R> {
     this.running++;
     const counts = new Map<K, number>();
     for (const [key, waiters] of batch) counts.set(key, waiters.length);
-    this.fetch(counts)
+    let fetched: Promise<BatchAnswer<K, R>>;
+    try {
+      fetched = this.fetch(counts);
+    } catch (err) {
+      fetched = Promise.reject(err); // thrown before its promise: still this batch's failure alone
+    }
+    fetched
       .then((answer) => {
         for (const [key, waiters] of batch) {
           waiters.forEach((waiter, i) => {

@@ -21,8 +21,10 @@ export interface JobRow {
 
 /**
  * A job with what its answers need of its action and hold, or undefined; the reads of polls that arrive together are
- * one statement (batchedRows). The id must be a UUID in lower case, as Postgres writes it (the route makes it so).
+ * one statement (batchedRows). The id must be a UUID (the route checks it); it is matched in lower case, as
+ * Postgres writes it.
  */
 export function jobReader(db: DataSource): (jobId: string) => Promise<Readonly<JobRow> | undefined> {
-  return batchedRows<string, JobRow>(db, JOBS_WITH_ACTIONS, 'id');
+  const read = batchedRows<string, JobRow>(db, JOBS_WITH_ACTIONS, 'id');
+  return (jobId) => read(jobId.toLowerCase());
 }
