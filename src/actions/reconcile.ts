@@ -70,17 +70,19 @@ export async function settleStarts(db: DataSource, client: Client, abandonAfterS
 
 /** Fails open actions and live jobs whose workflow is closed or missing; answers how many it moved. */
 export async function reconcileLostWorkflows(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  const rows = await sqlRows<Owned>(db.manager,
+  // In pages by action id: the open actions whose workflows still run (a backlog, long videos) must not hide the rest.
+  return (await inPages((afterId: number) => sqlRows<Owned>(db.manager,
     `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
       WHERE a.status IN ('pending', 'processing') AND a.start_state = 'started' AND a.created_at < now() - make_interval(secs => $1)
+        AND a.id > $2
      UNION
      SELECT a.id, a.status, j.id, j.status
        FROM jobs j JOIN actions a ON a.id = j.action_id
       WHERE j.status IN ('queued', 'claimed', 'running', 'retry_scheduled') AND a.start_state = 'started'
-        AND j.created_at < now() - make_interval(secs => $1)
-      ORDER BY 1 LIMIT 500`, [config.graceSeconds]);
-  return countMoved(rows, 'reconciling a lost workflow', ownedIds, async (row) => {
+        AND j.created_at < now() - make_interval(secs => $1) AND a.id > $2
+      ORDER BY 1 LIMIT ${PAGE_ROWS}`, [config.graceSeconds, afterId]),
+  (row) => row.action_id, 0, (rows) => countMoved(rows, 'reconciling a lost workflow', ownedIds, async (row) => {
     const state = await workflowState(client, ownerOf(row));
     if (state.kind === 'running') return false;
     const message = lostWorkflowMessage(state);
@@ -96,7 +98,7 @@ export async function reconcileLostWorkflows(db: DataSource, client: Client, con
     if (!(await finishJobAsItsAction(db.manager, row.job_id!))) return false;
     log.warn('reconciled a job whose workflow stopped after its action ended', { actionId: row.action_id, jobId: row.job_id });
     return true;
-  });
+  }))).moved;
 }
 
 /** How far behind its last horizon a pass looks again: a completion committed late (a long transaction) is not missed. */

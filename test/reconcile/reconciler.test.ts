@@ -76,6 +76,26 @@ describe('reconciler and honest cancels', function () {
     await assertMoneyConsistent(stack.db, accountId);
   });
 
+  it('fails a lost workflow behind more than a page of open actions whose workflows still run', async () => {
+    const { accountId, apiKey } = await newAccount(stack.db, 20);
+    // 150 open actions whose workflows run (on a queue nobody serves), all with lower ids than the lost one.
+    const running: number[] = [];
+    for (let i = 0; i < 150; i++) running.push(await placeAction(stack.db, accountId));
+    await stack.db.query(`UPDATE actions SET status = 'processing', start_state = 'started' WHERE id = ANY($1)`, [running]);
+    const queue = `nobody-polls-${accountId}`;
+    await Promise.all(running.map((id) => stack.temporal.workflow.start('actionWorkflow', { taskQueue: queue, workflowId: actionWorkflowId(id) })));
+    try {
+      const lost = await processingAction(apiClient(stack.baseUrl, apiKey));
+      await terminate(actionWorkflowId(lost));
+      assert.ok((await reconcileNow()) >= 1);
+      assert.equal((await actionRow(lost)).status, 'failed');
+      assert.deepEqual(new Set((await stack.db.query('SELECT status FROM actions WHERE id = ANY($1)', [running])).map((r: { status: string }) => r.status)), new Set(['processing']));
+    } finally {
+      await Promise.all(running.map((id) => terminate(actionWorkflowId(id))));
+      await stack.db.query(`UPDATE actions SET status = 'failed', completed_at = now() WHERE id = ANY($1)`, [running]);
+    }
+  });
+
   it('makes one pass at a time in the deployment: a pass while another holds the reconciler\'s lock is skipped, the next one works', async () => {
     const { apiKey } = await newAccount(stack.db, 20);
     const call = apiClient(stack.baseUrl, apiKey);
