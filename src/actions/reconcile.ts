@@ -51,12 +51,13 @@ const ownerOf = (row: Owned): string => (row.job_id ? jobWorkflowId(row.job_id) 
  * its start must not be raced). Answers how many were abandoned.
  */
 export async function settleStarts(db: DataSource, client: Client, abandonAfterSeconds: number, confirmAfterSeconds = abandonAfterSeconds): Promise<number> {
-  const rows = await sqlRows<Owned & { abandonable: boolean }>(db.manager,
+  // In pages by action id, as the lost workflows are (reconcileLostWorkflows).
+  return (await inPages((afterId: number) => sqlRows<Owned & { abandonable: boolean }>(db.manager,
     `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status, a.created_at < now() - make_interval(secs => $1) AS abandonable
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
-      WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => least($1, $2))
-      ORDER BY a.id LIMIT 500`, [abandonAfterSeconds, confirmAfterSeconds]);
-  return countMoved(rows, 'settling a start', ownedIds, async (row) => {
+      WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => least($1, $2)) AND a.id > $3
+      ORDER BY a.id LIMIT ${PAGE_ROWS}`, [abandonAfterSeconds, confirmAfterSeconds, afterId]),
+  (row) => row.action_id, 0, (rows) => countMoved(rows, 'settling a start', ownedIds, async (row) => {
     const started = row.status !== 'pending' || (await workflowState(client, ownerOf(row))).kind !== 'missing';
     if (started) {
       await confirmStart(db.manager, row.action_id);
@@ -65,7 +66,7 @@ export async function settleStarts(db: DataSource, client: Client, abandonAfterS
     if (!row.abandonable || !(await db.transaction((m) => abandonStart(m, row.action_id)))) return false;
     log.warn('abandoned an action whose workflow never started; its hold was released', { actionId: row.action_id, jobId: row.job_id });
     return true;
-  });
+  }))).moved;
 }
 
 /** Fails open actions and live jobs whose workflow is closed or missing; answers how many it moved. */
