@@ -23,6 +23,7 @@ import { RunwayServer, startRunwayServer } from '../support/runway-server';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { stepsOf } from '../support/history';
 import { reconcile } from '../../src/actions/reconcile';
+import { isThumbnailKey } from '../../src/media/thumbnails';
 
 interface Row { backend: BackendKind; scenario: string; jobs: number; lost: number; doubleCharged: number; recoverSeconds: number | null }
 const ROWS: Row[] = [];
@@ -240,10 +241,9 @@ for (const kind of ['dev', 'server'] as const) {
       assert.deepEqual((await call('GET', `${V1}/balance`)).body, { balance: 0, available: 0, holds: 0 });
     });
 
-    /** The stored results of an action: one per render. */
-    /** The results stored for the action (not their thumbnails). */
+    /** The results stored for the action (not their thumbnails): one per render. */
     const storedResults = async (actionId: number) => (await readdir(path.join(stack.assetsDir, 'results', String(actionId))).catch(() => [] as string[]))
-      .filter((name) => !name.endsWith('.thumb.webp'));
+      .filter((name) => !isThumbnailKey(name));
 
     it('a worker killed (SIGKILL) while it finalises (the charge in flight): a new worker completes every job, charged once, one result each', async () => {
       const { call, accountId } = await account(100);

@@ -15,6 +15,7 @@ import { startServiceProcess } from '../../ops/cluster/service-process';
 import type { Client } from '@temporalio/client';
 import { connectClient } from '../../src/temporal/client';
 import { openDatabase } from '../../src/db/data-source';
+import { isThumbnailKey } from '../../src/media/thumbnails';
 import type { DataSource } from 'typeorm';
 
 describe('stopping the service mid-job', function () {
@@ -102,7 +103,7 @@ describe('stopping the service mid-job', function () {
       // SIGKILL: the crashed task's render was lost with it; the task timed out and ran again on the restarted worker,
       // which stored its render over the lost one's (the name is the workflow's).
       assert.deepEqual(await recordedRenders(actionId), [1], 'one render in the history');
-      assert.equal((await readdir(path.join(dataDir, 'assets', 'results', String(actionId)))).filter((f) => !f.endsWith('.thumb.webp')).length, 1, 'one stored result');
+      assert.equal((await readdir(path.join(dataDir, 'assets', 'results', String(actionId)))).filter((f) => !isThumbnailKey(f)).length, 1, 'one stored result');
     });
   }
 });
