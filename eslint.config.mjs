@@ -55,8 +55,18 @@ export default tseslint.config(
           // The dashboard is a program of its own, in the browser: it talks to the service over HTTP only.
           { target: './web', from: ['./src', './test', './bench', ...ABOVE_SRC], message: 'web/ runs in the browser: it reaches the service over HTTP, never by import' },
           { target: ['./src', './test', './bench', ...ABOVE_SRC], from: './web', message: 'nothing of the service imports the dashboard\'s browser code' },
+          { target: './clients', from: ['./src', './test', './bench', './web', ...ABOVE_SRC], message: 'the typed client reaches the service over HTTP, never by import (its types come from the OpenAPI document)' },
+          { target: ['./src', './bench', './web', ...ABOVE_SRC.filter((dir) => dir !== './ops')], from: './clients', message: 'the service never imports its client (ops/client-types.ts writes it; tests use it)' },
         ],
       }],
+    },
+  },
+  {
+    // The typed client runs on Node 20 and in browsers: web platform APIs only, no Node built-in.
+    files: ['clients/typescript/src/**/*.ts'],
+    rules: {
+      'import-x/no-nodejs-modules': 'error',
+      'import-x/no-unresolved': 'off', // ES module specifiers name the emitted `.js` files; both tsc builds resolve them
     },
   },
   {

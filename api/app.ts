@@ -70,6 +70,15 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
   ];
 }
 
+/**
+ * The OpenAPI document of the public groups, with `serverUrl` as its server, without a running service: the routes'
+ * descriptions and schemas are data, and their handlers (closures over the services) are never called here. The
+ * typed client's types are generated from it (`npm run client:types`).
+ */
+export function publicOpenApiDocument(config: ApiServices['config'], serverUrl: string) {
+  return buildOpenApiDocument(routeGroups({ config } as ApiServices), serverUrl);
+}
+
 function toKoaPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
