@@ -4,7 +4,9 @@
  */
 import { webhookAttempts, webhookDeliveries } from '../src/metrics/registry';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, isPermanentRefusal, signature, WebhookPayload } from '../src/webhooks/events';
+import {
+  DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, isPermanentRefusal, signature, standardWebhookHeaders, WebhookPayload,
+} from '../src/webhooks/events';
 import {
   closeExhaustedDelivery, type DeliveryPlan, deliveryToSend, planDeliveries, recordAttempt, skipDelivery,
 } from '../src/webhooks/store';
@@ -42,11 +44,16 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
       const payload: WebhookPayload = { action_id: d.action_id, project_id: d.project_id, card_id: d.card_id, type: d.type };
       if (d.client_group_id) payload.client_group_id = d.client_group_id;
       const body = JSON.stringify(payload);
+      const secret = d.sealed_secret ? secrets.open(d.sealed_secret) : undefined;
+      // The contract's X-Service-* headers and, beside them, the Standard Webhooks ones: the delivery id is the message
+      // id of every attempt (and of a redelivery), the timestamp is this attempt's; both signatures for a registered
+      // webhook only (an ad-hoc URL has no secret).
       const headers: Record<string, string> = {
         'Content-Type': 'application/json', 'X-Service-Event': d.event, 'X-Service-Job-Id': deliveryId,
         'User-Agent': 'product-imagery-webhooks/1', 'Content-Length': String(Buffer.byteLength(body)),
+        ...standardWebhookHeaders(deliveryId, Math.floor(Date.now() / 1000), body, secret),
       };
-      if (d.sealed_secret) headers['X-Service-Signature'] = signature(secrets.open(d.sealed_secret), body);
+      if (secret !== undefined) headers['X-Service-Signature'] = signature(secret, body);
 
       let status: number;
       let retryAfter: number | undefined;

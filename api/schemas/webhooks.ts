@@ -32,7 +32,11 @@ export const webhookSchema = (withSecret: boolean) => ({
   properties: {
     id: { type: 'integer' },
     url: { type: 'string' },
-    ...(withSecret ? { secret: { type: 'string', pattern: '^whsec_', description: 'Shown only here; keep it to verify signatures' } } : {}),
+    ...(withSecret ? { secret: {
+      type: 'string', pattern: '^whsec_',
+      description: '`whsec_` and 24 random bytes in standard base64. Shown only here; keep it to verify signatures '
+        + '(X-Service-Signature and the Standard Webhooks webhook-signature)',
+    } } : {}),
     events: { type: 'array', items: { type: 'string', enum: [...WEBHOOK_EVENTS] } },
     is_active: { type: 'boolean' },
     created_at: { type: 'string', format: 'date-time' },
@@ -44,7 +48,7 @@ export const deliverySchema = {
   type: 'object',
   required: ['delivery_id', 'event', 'action_id', 'status', 'attempts', 'max_attempts', 'created_at'],
   properties: {
-    delivery_id: { type: 'string', format: 'uuid', description: 'Also the X-Service-Job-Id header of every attempt' },
+    delivery_id: { type: 'string', format: 'uuid', description: 'Also the X-Service-Job-Id and webhook-id headers of every attempt' },
     event: { type: 'string' },
     action_id: { type: 'integer' },
     status: { type: 'string', enum: ['pending', 'succeeded', 'failed', 'skipped'] },

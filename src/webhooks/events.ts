@@ -29,13 +29,44 @@ export const EVENTS_BY_TYPE: Record<ActionType, Record<'completed' | 'failed', W
 /** EVENTS_BY_TYPE as a statement's jsonb parameter (`$n::jsonb -> type ->> status`). */
 export const EVENTS_BY_TYPE_JSON = JSON.stringify(EVENTS_BY_TYPE);
 
+const SECRET_PREFIX = 'whsec_';
+
+/**
+ * A new webhook secret: `whsec_` and 24 random bytes in standard base64 (32 characters, no padding), the form the
+ * Standard Webhooks libraries decode. Secrets made before were base64url, which those libraries refuse when they
+ * hold a `-` or `_`; they still sign both ways (standardWebhookKey reads either alphabet).
+ */
 export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(24).toString('base64url')}`;
+  return `${SECRET_PREFIX}${randomBytes(24).toString('base64')}`;
 }
 
-/** `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the webhook's secret. */
+/** `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the webhook's secret (the whole string, prefix included). */
 export function signature(secret: string, rawBody: string): string {
   return `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
+}
+
+/**
+ * The Standard Webhooks key of a secret: what follows `whsec_`, base64-decoded. Buffer's decoder reads the standard
+ * and the URL-safe alphabet alike, so a secret made before the standard alphabet gives the same bytes a receiver
+ * gets after turning its `-` into `+` and `_` into `/`.
+ */
+export function standardWebhookKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
+}
+
+/**
+ * The Standard Webhooks headers of one attempt (https://www.standardwebhooks.com): `webhook-id`, the same on every
+ * attempt of a delivery; `webhook-timestamp`, this attempt's unix seconds; and, given a secret, `webhook-signature`,
+ * `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<raw body>">` keyed with standardWebhookKey. Without a secret (an
+ * ad-hoc webhook_url, unsigned by the contract) there is no signature.
+ */
+export function standardWebhookHeaders(id: string, timestampSeconds: number, rawBody: string, secret?: string): Record<string, string> {
+  const headers: Record<string, string> = { 'webhook-id': id, 'webhook-timestamp': String(timestampSeconds) };
+  if (secret !== undefined) {
+    const mac = createHmac('sha256', standardWebhookKey(secret)).update(`${id}.${timestampSeconds}.${rawBody}`).digest('base64');
+    headers['webhook-signature'] = `v1,${mac}`;
+  }
+  return headers;
 }
 
 export interface WebhookPayload {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import { ProviderError } from '../../src/providers/provider';
 import { actionWorkflowId, deliveryWorkflowId } from '../../src/temporal/contract';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
@@ -7,7 +8,8 @@ import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { INTERNAL_URLS } from '../support/internal-urls';
 import { ScriptedProvider } from '../support/providers';
 import { ALLOW_CIDRS, ALLOWED_ADDRESS, REFUSED_ADDRESS, RebindingStage, startRebindingStage } from '../support/rebinding';
-import { Stack, startStack } from '../support/stack';
+import { Stack, startStack, TEST_SECRETS } from '../support/stack';
+import { newWebhookSecret } from '../../src/webhooks/events';
 import { registry } from '../../src/metrics/registry';
 import { parseMetrics, valueOf } from '../support/prometheus';
 
@@ -26,11 +28,27 @@ describe('webhooks', function () {
   let image: string;
   /** Answers per path: the listed statuses in turn, the last one repeating. */
   const scripts = new Map<string, number[]>();
+  /**
+   * Paths whose receiver verifies each attempt as a Standard Webhooks receiver does, with the `standardwebhooks`
+   * library and the secret given here: 401 (refused for good) when it throws, the path's script otherwise.
+   */
+  const standardReceivers = new Map<string, string>();
+  /** Why the library refused an attempt, by path. */
+  const refusedBy = new Map<string, string>();
 
   before(async () => {
     stack = await startStack({ webhookRetryInitialMs: 100 });
     image = await jpegBase64();
-    receiver = await startHttpsServer((req, res) => {
+    receiver = await startHttpsServer((req, res, body) => {
+      const secret = standardReceivers.get(req.url!);
+      if (secret !== undefined) {
+        try {
+          new Webhook(secret).verify(body, req.headers as Record<string, string>);
+        } catch (err) {
+          refusedBy.set(req.url!, (err as Error).message);
+          return void res.writeHead(401).end();
+        }
+      }
       const script = scripts.get(req.url!) ?? [200];
       const status = script.length > 1 ? script.shift()! : script[0];
       res.writeHead(status, { 'Content-Type': 'text/plain', ...(status === 503 && req.url!.startsWith('/later') ? { 'Retry-After': '2' } : {}) }).end('ok');
@@ -60,6 +78,10 @@ describe('webhooks', function () {
     await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result();
     return res.body;
   }
+  /** Asserts the delivery at `path` was delivered, saying why the Standard Webhooks receiver refused it if it did. */
+  function assertDelivered(path: string, outcome: unknown) {
+    assert.deepEqual(outcome, { status: 'delivered' }, `refused by the standardwebhooks verifier: ${refusedBy.get(path)}`);
+  }
   /** Waits for the first attempt at `path`, then for its delivery workflow to finish. */
   async function deliveryAt(path: string) {
     await eventually(async () => received(path).length, (n) => n >= 1);
@@ -72,7 +94,10 @@ describe('webhooks', function () {
     it('creates with a whsec_ secret shown once, lists without it, deletes', async () => {
       const { call } = await account();
       const created = await register(call, '/reg');
-      assert.match(created.secret, /^whsec_[A-Za-z0-9_-]{20,}$/);
+      assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{32}$/, '24 random bytes in standard base64');
+      for (const secret of [created.secret, ...Array.from({ length: 200 }, newWebhookSecret)]) {
+        assert.doesNotThrow(() => new Webhook(secret), `the standardwebhooks library takes ${secret} as it is`);
+      }
       assert.deepEqual(created.events.length, 6, 'all events by default');
       assert.equal(created.is_active, true);
       const list = (await call('GET', `${V1}/webhooks`)).body.webhooks;
@@ -144,17 +169,27 @@ describe('webhooks', function () {
   });
 
   describe('delivery', () => {
-    it('signs registered deliveries; headers and body as the contract says', async () => {
+    it('signs registered deliveries, for the contract and for Standard Webhooks; headers and body as the contract says', async () => {
       const { call } = await account();
       const path = uniquePath('signed');
       const hook = await register(call, path, ['generation.completed']);
+      standardReceivers.set(path, hook.secret);
       const action = await generate(call, { client_group_id: 'batch-7' });
       const { jobId, outcome, requests } = await deliveryAt(path);
-      assert.deepEqual(outcome, { status: 'delivered' });
+      assertDelivered(path, outcome);
       assert.equal(requests.length, 1);
       const [request] = requests;
       assert.ok(verifies(hook.secret, request.body, request.headers['x-service-signature'] as string), 'signature verifies');
       assert.ok(!verifies('whsec_wrong', request.body, request.headers['x-service-signature'] as string));
+      const headers = request.headers as Record<string, string>;
+      assert.equal(headers['webhook-id'], jobId);
+      assert.match(headers['webhook-signature'], /^v1,[A-Za-z0-9+/]{43}=$/);
+      assert.deepEqual(new Webhook(hook.secret).verify(request.body, headers), JSON.parse(request.body.toString()), 'the library answers the payload');
+      assert.throws(() => new Webhook(newWebhookSecret()).verify(request.body, headers), /No matching signature/, 'another secret');
+      assert.throws(() => new Webhook(hook.secret).verify(request.body.toString().replace('batch-7', 'batch-8'), headers), /No matching signature/,
+        'another body');
+      assert.throws(() => new Webhook(hook.secret).verify(request.body, { ...headers, 'webhook-id': randomUUID() }), /No matching signature/,
+        'another id');
       assert.equal(request.headers['content-type'], 'application/json');
       assert.equal(request.headers['x-service-event'], 'generation.completed');
       assert.match(jobId, /^[0-9a-f-]{36}$/);
@@ -168,16 +203,18 @@ describe('webhooks', function () {
       const path = uniquePath('flaky');
       scripts.set(path, [500, 500, 500, 500, 200]);
       const hook = await register(call, path);
+      standardReceivers.set(path, hook.secret);
       const before = parseMetrics(await registry.metrics());
       await generate(call);
       const { jobId, outcome, requests } = await deliveryAt(path);
-      assert.deepEqual(outcome, { status: 'delivered' });
+      assertDelivered(path, outcome);
       const after = parseMetrics(await registry.metrics());
       const moved = (name: string, outcome: string) => valueOf(after, name, { outcome }) - valueOf(before, name, { outcome });
       assert.deepEqual([moved('imagery_webhook_delivery_attempts_total', 'http_error'), moved('imagery_webhook_delivery_attempts_total', 'delivered'),
         moved('imagery_webhook_deliveries_total', 'delivered'), moved('imagery_webhook_deliveries_total', 'exhausted')], [4, 1, 1, 0]);
       assert.equal(requests.length, 5);
       assert.deepEqual(new Set(requests.map((r) => r.headers['x-service-job-id'])), new Set([jobId]));
+      assert.deepEqual(new Set(requests.map((r) => r.headers['webhook-id'])), new Set([jobId]), 'one Standard Webhooks message id');
       const [delivery] = (await call('GET', `${V1}/webhooks/${hook.id}/deliveries`)).body.deliveries;
       assert.deepEqual([delivery.delivery_id, delivery.status, delivery.attempts, delivery.max_attempts, delivery.last_status_code, delivery.last_error],
         [jobId, 'succeeded', 5, 5, 200, null]);
@@ -206,27 +243,58 @@ describe('webhooks', function () {
         moved('imagery_webhook_deliveries_total', 'exhausted')], [1, 5, 2], 'both end as exhausted: one refused for good, one out of attempts');
     });
 
-    it('honours Retry-After on 503', async () => {
+    it('honours Retry-After on 503; the retry keeps its webhook-id, with a fresh timestamp and signature', async () => {
       const { call } = await account();
       const path = uniquePath('later');
       scripts.set(path, [503, 200]);
-      await register(call, path);
+      const hook = await register(call, path);
+      standardReceivers.set(path, hook.secret);
       await generate(call);
-      const { requests } = await deliveryAt(path);
-      assert.equal(requests.length, 2);
+      const { jobId, outcome, requests } = await deliveryAt(path);
+      assertDelivered(path, outcome);
+      assert.equal(requests.length, 2, 'the first attempt verified too (a refused one is not retried)');
       const times = requests.map((r) => r.at);
       assert.ok(times[1] - times[0] >= 1900, `waited ${times[1] - times[0]} ms for Retry-After: 2 (the backoff alone is 100 ms)`);
+      const [first, retry] = requests.map((r) => r.headers as Record<string, string>);
+      assert.deepEqual([first['webhook-id'], retry['webhook-id']], [jobId, jobId]);
+      for (const r of requests) {
+        const sent = Number(r.headers['webhook-timestamp']);
+        assert.ok(sent <= r.at / 1000 && sent > r.at / 1000 - 3, `webhook-timestamp ${sent} is the attempt's (received at ${r.at / 1000})`);
+      }
+      assert.ok(Number(retry['webhook-timestamp']) > Number(first['webhook-timestamp']), 'the retry has its own timestamp');
+      assert.notEqual(retry['webhook-signature'], first['webhook-signature']);
+      assert.equal(retry['x-service-signature'], first['x-service-signature'], 'the contract\'s signature is of the body alone');
     });
 
-    it('ad-hoc webhook_url: unsigned, at most 3 attempts', async () => {
+    it('a secret made before the standard alphabet (base64url, with - and _): the library verifies it once its - is + and its _ is /', async () => {
+      const { call } = await account();
+      const path = uniquePath('legacy');
+      const hook = await register(call, path);
+      const legacy = `whsec_${Buffer.concat([Buffer.from([0xfb, 0xef, 0xff]), randomBytes(21)]).toString('base64url')}`;
+      assert.match(legacy, /^whsec_--__/);
+      await stack.db.query('UPDATE webhooks SET sealed_secret = $2 WHERE id = $1', [hook.id, TEST_SECRETS.seal(legacy)]);
+      assert.throws(() => new Webhook(legacy), /incorrect characters/, 'the library refuses it as it is');
+      // What docs/api.md tells such a receiver: drop the prefix (whose own `_` stays), then swap the alphabet.
+      standardReceivers.set(path, legacy.replace(/^whsec_/, '').replace(/-/g, '+').replace(/_/g, '/'));
+      await generate(call);
+      const { outcome, requests } = await deliveryAt(path);
+      assertDelivered(path, outcome);
+      assert.ok(verifies(legacy, requests[0].body, requests[0].headers['x-service-signature'] as string), 'X-Service-Signature as before');
+    });
+
+    it('ad-hoc webhook_url: unsigned (a Standard Webhooks id and timestamp, no signature), at most 3 attempts', async () => {
       const { call } = await account();
       const path = uniquePath('adhoc');
       scripts.set(path, [500]);
       await generate(call, { webhook_url: `${receiver.url}${path}` });
-      const { requests } = await deliveryAt(path);
+      const { jobId, requests } = await deliveryAt(path);
       assert.equal(requests.length, 3);
-      assert.equal(requests[0].headers['x-service-signature'], undefined);
       assert.equal(requests[0].headers['x-service-event'], 'generation.completed');
+      for (const { headers } of requests) {
+        assert.deepEqual([headers['x-service-signature'], headers['webhook-signature']], [undefined, undefined]);
+        assert.equal(headers['webhook-id'], jobId);
+        assert.match(headers['webhook-timestamp'] as string, /^\d{10}$/);
+      }
     });
 
     it('a receiver that answers 200 and streams without end: delivered, and the connection is dropped', async () => {
@@ -293,14 +361,16 @@ describe('webhooks', function () {
       const { call } = await account();
       const path = uniquePath('again');
       const hook = await register(call, path);
+      standardReceivers.set(path, hook.secret);
       await generate(call);
       const { jobId } = await deliveryAt(path);
       const redeliver = await call('POST', `${V1}/webhooks/${hook.id}/deliveries/${jobId}/redeliver`);
       assert.equal(redeliver.status, 202);
       assert.equal(redeliver.body.delivery_id, jobId);
-      await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result();
+      assertDelivered(path, await stack.temporal.workflow.getHandle(deliveryWorkflowId(jobId)).result());
       await eventually(async () => received(path).length, (n) => n === 2);
       assert.equal(received(path)[1].headers['x-service-job-id'], jobId);
+      assert.equal(received(path)[1].headers['webhook-id'], jobId, 'a redelivery is the same Standard Webhooks message');
       assert.equal((await call('POST', `${V1}/webhooks/${hook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).status, 404);
     });
 

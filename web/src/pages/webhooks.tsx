@@ -46,7 +46,7 @@ export function WebhooksPage() {
       {secret && (
         <div class="card secret" role="status">
           <h2>The signing secret of {secret.url}</h2>
-          <p>Copy it now: it is shown only this once. Verify each delivery's <code>X-Service-Signature</code> with it.</p>
+          <p>Copy it now: it is shown only this once. Verify each delivery's <code>X-Service-Signature</code>, or its Standard Webhooks <code>webhook-signature</code>, with it.</p>
           <code class="key">{secret.value}</code>
           <div class="row"><CopyButton text={secret.value} label="Copy secret" /><button type="button" class="link" onClick={() => setSecret(undefined)}>Done</button></div>
         </div>
