@@ -3306,7 +3306,7 @@ export interface operations {
                     "application/json": {
                         id: number;
                         url: string;
-                        /** @description Shown only here; keep it to verify signatures */
+                        /** @description `whsec_` and 24 random bytes in standard base64. Shown only here; keep it to verify signatures (X-Service-Signature and the Standard Webhooks webhook-signature) */
                         secret: string;
                         events: ("generation.completed" | "generation.failed" | "edit.completed" | "edit.failed" | "video.completed" | "video.failed")[];
                         is_active: boolean;
@@ -3538,7 +3538,7 @@ export interface operations {
                         deliveries: {
                             /**
                              * Format: uuid
-                             * @description Also the X-Service-Job-Id header of every attempt
+                             * @description Also the X-Service-Job-Id and webhook-id headers of every attempt
                              */
                             delivery_id: string;
                             event: string;
@@ -3659,7 +3659,7 @@ export interface operations {
                     "application/json": {
                         /**
                          * Format: uuid
-                         * @description Also the X-Service-Job-Id header of every attempt
+                         * @description Also the X-Service-Job-Id and webhook-id headers of every attempt
                          */
                         delivery_id: string;
                         event: string;
