@@ -29,6 +29,7 @@ import { helperRoutes } from './routes/ai-helpers';
 import { funnelRoutes } from './routes/funnels';
 import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';
+import { quoteRoutes } from './routes/quote';
 import { statusRoutes } from './routes/status';
 import { uploadRoutes } from './routes/uploads';
 import { webhookRoutes } from './routes/webhooks';
@@ -56,7 +57,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       documented: true,
       routes: [
         ...projectRoutes(services), ...uploadRoutes(services), ...analyzeRoutes(services), ...generateRoutes(services), ...editRoutes(services),
-        ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services), ...helperRoutes(services),
+        ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services), ...quoteRoutes(services), ...helperRoutes(services),
         ...funnelRoutes(services),
       ],
     },

@@ -19,6 +19,7 @@ import { CreationOrderIndexes1732300000018 } from './1732300000018-CreationOrder
 import { DashboardUsers1732300000019 } from './1732300000019-DashboardUsers';
 import { LedgerIndexes1732300000020 } from './1732300000020-LedgerIndexes';
 import { ActionThumbnails1732300000021 } from './1732300000021-ActionThumbnails';
+import { KeySpendLimits1732300000022 } from './1732300000022-KeySpendLimits';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -39,4 +40,5 @@ export const migrations = [
   DashboardUsers1732300000019,
   LedgerIndexes1732300000020,
   ActionThumbnails1732300000021,
+  KeySpendLimits1732300000022,
 ];

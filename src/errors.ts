@@ -24,6 +24,11 @@ export const forbidden = (what: string) => new AppError(403, 'forbidden', `${wha
 export const imageTooLarge = (message: string) => new AppError(413, 'image_too_large', message);
 export const insufficientTokens = (available: number, required: number) =>
   new AppError(402, 'insufficient_tokens', `Not enough sparks: ${available} available, ${required} required`, { available, required });
+
+/** The API key's monthly spend limit would be passed (`limit`, what the key `spent` this month, what is `required`). */
+export const spendLimitExceeded = (limit: number, spent: number, required: number) =>
+  new AppError(402, 'spend_limit_exceeded', `This API key's monthly spend limit is ${limit} sparks; ${spent} are held or charged this month (UTC), ${required} more required`,
+    { limit, spent, required });
 export const generationUnavailable = (message = 'Generation is temporarily unavailable, try again shortly', retryAfterSeconds?: number) =>
   new AppError(503, 'generation_unavailable', message, undefined, retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : undefined);
 

@@ -1,10 +1,10 @@
 /**
  * The account's API keys, managed only here (the contract has no key endpoint: a key must not change its own rights):
- * list, create (the secret in that one answer), rename, switch `default_grouping`, revoke. A key of another account
- * answers 404, as an unknown one does.
+ * list, create (the secret in that one answer), rename, switch `default_grouping`, set a monthly spend limit (owners),
+ * revoke. A key of another account answers 404, as an unknown one does.
  */
 import {
-  accountKeys, changeKey, createKey, MAX_ACTIVE_KEYS, revokeAccountKey, TooManyKeys,
+  accountKey, accountKeys, changeKey, createKey, MAX_ACTIVE_KEYS, revokeAccountKey, setKeySpendLimit, TooManyKeys,
 } from '../../src/accounts/accounts';
 import { notFound, ValidationFailed } from '../../src/errors';
 import type { Route } from '../route';
@@ -16,7 +16,7 @@ const keyIdPath = { type: 'object', required: ['key_id'], properties: { key_id: 
 const name = { type: 'string', minLength: 1, maxLength: 100 };
 
 export const keySchema = {
-  type: 'object', required: ['id', 'name', 'prefix', 'default_grouping', 'created_at', 'last_used_at', 'revoked_at'],
+  type: 'object', required: ['id', 'name', 'prefix', 'default_grouping', 'created_at', 'last_used_at', 'revoked_at', 'monthly_spend_limit', 'spent_this_month'],
   properties: {
     id: { type: 'integer' },
     name: { type: 'string' },
@@ -25,6 +25,8 @@ export const keySchema = {
     created_at: { type: 'string', format: 'date-time' },
     last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'To the minute' },
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
+    monthly_spend_limit: { type: ['integer', 'null'], description: 'Sparks the key may hold or have charged per calendar month (UTC); null: no limit' },
+    spent_this_month: { type: 'integer', description: 'Sparks the key holds or has charged this month (UTC)' },
   },
 };
 
@@ -68,6 +70,20 @@ export function keyRoutes({ db }: ApiServices): Route[] {
         const key = await changeKey(db, user.accountId, params.key_id, { name: body.name, defaultGrouping: body.default_grouping });
         if (!key) throw notFound(`Key ${params.key_id}`);
         ctx.body = key;
+      },
+    }),
+    dashboardRoute({
+      method: 'post', path: '/keys/{key_id}/spend-limit', operationId: 'setKeySpendLimit', access: 'owner',
+      summary: 'Set a key\'s monthly spend limit in sparks (null removes it); an owner\'s control, so owners only',
+      params: keyIdPath,
+      body: {
+        type: 'object', additionalProperties: false, required: ['monthly_spend_limit'],
+        properties: { monthly_spend_limit: { type: ['integer', 'null'], minimum: 0, maximum: 2147483647 } },
+      },
+      responses: { 200: { description: 'The key', schema: keySchema }, 404: { description: '`not_found`' } },
+      async handle(ctx, { params, body, user }) {
+        if (!(await setKeySpendLimit(db, params.key_id, body.monthly_spend_limit, user.accountId))) throw notFound(`Key ${params.key_id}`);
+        ctx.body = await accountKey(db, user.accountId, params.key_id);
       },
     }),
     dashboardRoute({

@@ -54,7 +54,7 @@ export function helperRoutes(services: ApiServices): Route[] {
 
   /** One counted call: reserved (402 if it cannot be paid), asked, then counted, or forgotten if it failed. */
   async function countedCall(caller: Caller, ask: (signal: AbortSignal) => Promise<string>, max: number): Promise<string> {
-    const reservation = await reserveHelperCall(db, caller.accountId).catch((err) => {
+    const reservation = await reserveHelperCall(db, caller.accountId, caller.keyId).catch((err) => {
       if (!(err instanceof HelperCallUnpaid)) throw err;
       throw new AppError(402, 'insufficient_tokens',
         `The ${FREE_HELPER_CALLS} free helper calls of today are used, and the next block of calls costs 1 spark, which the balance does not cover`,

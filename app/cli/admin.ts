@@ -3,6 +3,8 @@
  *   account:create --name NAME --sparks N [--json]
  *   key:create --account ID [--name NAME] [--grouping api_key_inbox|legacy_per_request] [--json]
  *   key:revoke --key-id ID
+  key:set --key-id ID --monthly-spend-limit N|none
+ *   key:set --key-id ID --monthly-spend-limit N|none
  *   key:list --account ID [--json]
  *   sparks:grant --account ID --amount N [--json]
  *   pricing:set [--generation N] [--improvement N] [--video-5sec N] [--video-10sec N] [--json]
@@ -14,7 +16,7 @@ import { DataSource } from 'typeorm';
 import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/db/data-source';
 import { Pricing } from '../../src/db/entities';
-import { createAccount, createKey, grantToAccount, listKeys, OperatorError, revokeKey } from '../../src/accounts/accounts';
+import { createAccount, createKey, grantToAccount, listKeys, OperatorError, revokeKey, setKeySpendLimit } from '../../src/accounts/accounts';
 import { readBalance } from '../../src/billing/sparks';
 import { readPriceList } from '../../src/billing/pricing';
 import { linkUrl } from '../../src/users/links';
@@ -69,6 +71,14 @@ async function run(db: DataSource, command: string, o: Record<string, string | b
       const keyId = count(str('key-id'), '--key-id')!;
       await revokeKey(db, keyId);
       return { json: { key_id: keyId, revoked: true }, text: `key ${keyId} revoked` };
+    }
+    case 'key:set': {
+      const keyId = count(str('key-id'), '--key-id')!;
+      const given = str('monthly-spend-limit');
+      if (given === undefined) throw new UsageError('--monthly-spend-limit N|none is required');
+      const limit = given === 'none' ? null : count(given, '--monthly-spend-limit')!;
+      if (!(await setKeySpendLimit(db, keyId, limit))) throw new OperatorError(`key ${keyId} not found`);
+      return { json: { key_id: keyId, monthly_spend_limit: limit }, text: `key ${keyId}: monthly spend limit ${limit ?? 'none'}` };
     }
     case 'key:list': {
       const keys = await listKeys(db, count(str('account'), '--account')!);
@@ -128,7 +138,7 @@ async function main(): Promise<number> {
         name: { type: 'string' }, sparks: { type: 'string' }, account: { type: 'string' }, grouping: { type: 'string' },
         'key-id': { type: 'string' }, amount: { type: 'string' }, generation: { type: 'string' }, improvement: { type: 'string' },
         'video-5sec': { type: 'string' }, 'video-10sec': { type: 'string' }, json: { type: 'boolean' },
-        email: { type: 'string' }, role: { type: 'string' },
+        email: { type: 'string' }, role: { type: 'string' }, 'monthly-spend-limit': { type: 'string' },
       },
     }));
   } catch (err) {

@@ -98,11 +98,30 @@ export async function revokeKey(db: DataSource, keyId: number): Promise<void> {
 
 /** The account's keys for the operator's `key:list`, oldest first. */
 export async function listKeys(db: DataSource, accountId: number) {
-  const keys = await db.getRepository(ApiKey).find({ where: { accountId }, order: { id: 'ASC' } });
-  return keys.map((k) => {
-    const { id, created_at, prefix, name, default_grouping, revoked_at } = keyView(k);
-    return { key_id: id, name, prefix, default_grouping, created_at, revoked_at };
-  });
+  const keys = await withSpend(db, await db.getRepository(ApiKey).find({ where: { accountId }, order: { id: 'ASC' } }));
+  return keys.map(({ id, created_at, prefix, name, default_grouping, revoked_at, monthly_spend_limit, spent_this_month }) =>
+    ({ key_id: id, name, prefix, default_grouping, created_at, revoked_at, monthly_spend_limit, spent_this_month }));
+}
+
+/** What each key holds or has charged this calendar month (UTC), beside the key. */
+async function withSpend(db: DataSource, keys: ApiKey[]): Promise<KeyView[]> {
+  if (keys.length === 0) return [];
+  const rows: { key_id: number; sparks: number }[] = await db.query(
+    `SELECT key_id, sparks FROM key_spend WHERE key_id = ANY($1::int[]) AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+    [keys.map((k) => k.id)]);
+  const spent = new Map(rows.map((r) => [r.key_id, r.sparks]));
+  return keys.map((k) => keyView(k, spent.get(k.id) ?? 0));
+}
+
+/**
+ * Sets the key's monthly spend limit in sparks (null removes it); with `accountId`, only a key of that account.
+ * A limit below what the key already spent this month refuses its next hold, nothing else. False: no such key.
+ */
+export async function setKeySpendLimit(db: DataSource, keyId: number, limit: number | null, accountId?: number): Promise<boolean> {
+  const updated = await sqlRow(db.manager,
+    `UPDATE api_keys SET monthly_spend_limit = $2, updated_at = now() WHERE id = $1 AND ($3::int IS NULL OR account_id = $3) RETURNING id`,
+    [keyId, limit, accountId ?? null]);
+  return updated !== undefined;
 }
 
 /** A key as its account's dashboard shows it (the secret is never stored; `prefix` is its first 8 characters). */
@@ -114,23 +133,28 @@ export interface KeyView {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** Sparks the key may hold or have charged per calendar month (UTC); null: no limit. */
+  monthly_spend_limit: number | null;
+  /** Sparks the key holds or has charged this month (UTC). */
+  spent_this_month: number;
 }
 
-export const keyView = (k: ApiKey): KeyView => ({
+export const keyView = (k: ApiKey, spentThisMonth = 0): KeyView => ({
   id: k.id, name: k.name, prefix: k.prefix, default_grouping: k.defaultGrouping, created_at: k.createdAt.toISOString(),
   last_used_at: k.lastUsedAt?.toISOString() ?? null, revoked_at: k.revokedAt?.toISOString() ?? null,
+  monthly_spend_limit: k.monthlySpendLimit, spent_this_month: spentThisMonth,
 });
 
 /** The account's keys, active first, newest first. */
 export async function accountKeys(db: DataSource, accountId: number): Promise<KeyView[]> {
   const keys = await db.getRepository(ApiKey).createQueryBuilder('k').where('k.accountId = :accountId', { accountId })
     .orderBy('k.revokedAt IS NOT NULL').addOrderBy('k.createdAt', 'DESC').addOrderBy('k.id', 'DESC').getMany();
-  return keys.map(keyView);
+  return withSpend(db, keys);
 }
 
 export async function accountKey(db: DataSource, accountId: number, keyId: number): Promise<KeyView | undefined> {
   const key = await db.getRepository(ApiKey).findOneBy({ id: keyId, accountId });
-  return key ? keyView(key) : undefined;
+  return key ? (await withSpend(db, [key]))[0] : undefined;
 }
 
 /** Renames a key or switches its `default_grouping` (a revoked key stays as it was); undefined when not the account's. */

@@ -116,7 +116,7 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
     id: placed.actionId, accountId, type: spec.type, product: spec.product, depth: where.depth, parentActionId: where.parentActionId,
     price: spec.price, params: spec.params, clientGroupId: spec.clientGroupId ?? null, webhookUrl: spec.webhookUrl ?? null, provider: provider.name,
   }));
-  parts.with('hold', holdPart(parts, accountId, spec.price));
+  parts.with('hold', holdPart(parts, accountId, spec.caller.keyId, spec.price));
   if (spec.job) parts.with('job', jobPart(parts, { id: spec.job.id, accountId, type: spec.job.type, provider: provider.name }));
   const text = parts.text('SELECT id FROM action');
   const accepted = await refusingUncoveredHolds(db, accountId, spec.price, async () => {

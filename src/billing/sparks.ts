@@ -12,6 +12,7 @@ import type { CompoundStatement } from '../db/statement';
 import { sqlRow } from '../db/sql';
 import { afterCommit } from '../db/after-commit';
 import { sparksCharged, sparksHeld, sparksReleased } from '../metrics/registry';
+import { spendLimitExceeded } from '../errors';
 
 export class InsufficientSparks extends Error {
   constructor(readonly available: number, readonly required: number) {
@@ -49,10 +50,34 @@ export async function refusingUncoveredHolds<T>(db: DataSource, accountId: numbe
   try {
     return await commit();
   } catch (err) {
-    const e = err as { code?: string; constraint?: string };
+    const e = err as { code?: string; constraint?: string; detail?: string };
+    if (e.code === '23514' && e.constraint === SPEND_LIMIT_CONSTRAINT) {
+      const { limit, spent, required: asked } = JSON.parse(e.detail!) as { limit: number; spent: number; required: number };
+      throw spendLimitExceeded(limit, spent, asked);
+    }
     if (e.code !== '23514' || e.constraint !== 'accounts_held_covered') throw err;
     throw new InsufficientSparks((await readBalance(db, accountId)).available, required);
   }
+}
+
+/**
+ * What a hold of an API key's that would pass its monthly spend limit fails its commit with (migration
+ * KeySpendLimits: each key's sum per month, added to as a hold commits, taken back when a hold is released).
+ * refusingUncoveredHolds answers it as the 402 `spend_limit_exceeded`.
+ */
+export const SPEND_LIMIT_CONSTRAINT = 'key_spend_within_limit';
+
+/** A key's monthly spend limit and what it holds or has charged this month (UTC). */
+export interface KeySpend { limit: number | null; spent: number }
+
+const KEY_SPEND = prepared('key_spend', `
+  SELECT k.monthly_spend_limit AS "limit", COALESCE(s.sparks, 0) AS spent FROM api_keys k
+    LEFT JOIN key_spend s ON s.key_id = k.id AND s.month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
+   WHERE k.id = $1`);
+
+export async function readKeySpend(db: DataSource, keyId: number): Promise<KeySpend> {
+  const row = await preparedRow<KeySpend>(db, KEY_SPEND, [keyId]);
+  return row ?? { limit: null, spent: 0 };
 }
 
 /**
@@ -70,12 +95,13 @@ export async function holdSparks(manager: EntityManager, accountId: number, acti
 
 /**
  * The `hold` part of the accept statement (src/db/statement.ts): the hold of the statement's `action`, reserved as
- * the statement commits (see transactionWithHolds; an uncovered hold fails the whole statement). Count it with
+ * the statement commits (see transactionWithHolds; an uncovered hold fails the whole statement), and added to the
+ * monthly spend of the key `keyId` it was made with (one past the key's limit fails the statement too). Count it with
  * `countHeld` once the statement has committed.
  */
-export function holdPart(statement: CompoundStatement, accountId: number, amount: number): string {
-  return `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit)
-    SELECT ${statement.param(accountId)}, action.id, ${statement.param(amount)}, 'held', true FROM action RETURNING action_id`;
+export function holdPart(statement: CompoundStatement, accountId: number, keyId: number | null, amount: number): string {
+  return `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit, key_id)
+    SELECT ${statement.param(accountId)}, action.id, ${statement.param(amount)}, 'held', true, ${statement.param(keyId)}::int FROM action RETURNING action_id`;
 }
 
 /**
@@ -104,12 +130,13 @@ export function countHeld(product: string, amount: number): void {
 
 /**
  * Holds `amount` under `reference`, for a hold that belongs to no action (a paid block of helper calls), reserved
- * when the transaction commits (see transactionWithHolds). Only one hold per reference can be open.
+ * when the transaction commits (see transactionWithHolds) and counted against the monthly spend limit of `keyId`.
+ * Only one hold per reference can be open.
  */
-export async function holdSparksUnder(manager: EntityManager, accountId: number, reference: string, amount: number): Promise<void> {
+export async function holdSparksUnder(manager: EntityManager, accountId: number, keyId: number | null, reference: string, amount: number): Promise<void> {
   await manager.query(
-    `INSERT INTO spark_holds (account_id, reference, amount, status, reserve_at_commit) VALUES ($1, $2, $3, 'held', true)`,
-    [accountId, reference, amount],
+    `INSERT INTO spark_holds (account_id, reference, amount, status, reserve_at_commit, key_id) VALUES ($1, $2, $3, 'held', true, $4)`,
+    [accountId, reference, amount, keyId],
   );
   afterCommit(manager, () => sparksHeld.inc({ product: 'helper' }, amount));
 }

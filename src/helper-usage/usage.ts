@@ -43,7 +43,7 @@ export class HelperCallUnpaid extends Error {
 export interface HelperReservation { id: string; accountId: number; day: string }
 
 /** Reserves one call of today; holds 1 spark when it opens a paid block, else throws HelperCallUnpaid. */
-export async function reserveHelperCall(db: DataSource, accountId: number): Promise<HelperReservation> {
+export async function reserveHelperCall(db: DataSource, accountId: number, keyId: number | null): Promise<HelperReservation> {
   let usedToday = 0;
   try {
     return await transactionWithHolds(db, accountId, 1, async (m) => {
@@ -54,7 +54,7 @@ export async function reserveHelperCall(db: DataSource, accountId: number): Prom
       const { day, used, pending } = count!;
       usedToday = used;
       const block = paidBlocks(used + pending);
-      if (block > paidBlocks(used + pending - 1)) await holdSparksUnder(m, accountId, blockReference(accountId, day, block), 1);
+      if (block > paidBlocks(used + pending - 1)) await holdSparksUnder(m, accountId, keyId, blockReference(accountId, day, block), 1);
       const reservation = await sqlRow(m,
         'INSERT INTO helper_reservations (account_id, day) VALUES ($1, $2) RETURNING id::text AS id', [accountId, day]);
       return { id: reservation!.id, accountId, day };

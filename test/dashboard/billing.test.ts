@@ -37,8 +37,8 @@ describe('dashboard billing', function () {
     // One transaction, one now(): three grants, two holds and a release share an instant (the first hold released later).
     await stack.db.transaction(async (m) => {
       for (let i = 1; i <= 3; i++) await grantSparks(m, accountId, i, `test:same-instant:${accountId}:${i}`);
-      await holdSparksUnder(m, accountId, `test:hold:${accountId}:a`, 4);
-      await holdSparksUnder(m, accountId, `test:hold:${accountId}:b`, 5);
+      await holdSparksUnder(m, accountId, null, `test:hold:${accountId}:a`, 4);
+      await holdSparksUnder(m, accountId, null, `test:hold:${accountId}:b`, 5);
     });
     await stack.db.transaction((m) => settleHoldUnder(m, `test:hold:${accountId}:a`, 'released'));
     const all = (await browser.call('GET', '/ledger?limit=200')).body.entries;

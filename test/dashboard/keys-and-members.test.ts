@@ -36,6 +36,23 @@ describe('dashboard keys and members', function () {
     assert.ok(!JSON.stringify(listed.body).includes(created.body.api_key.slice(8)), 'the secret appears in no later answer');
   });
 
+  it('lets an owner set and remove a key\'s monthly spend limit, shown with what it spent this month; a member may not', async () => {
+    const owner = await signedInUser(stack.baseUrl, stack.db);
+    const [key] = (await owner.browser.call('GET', '/keys')).body.keys;
+    assert.deepEqual([key.monthly_spend_limit, key.spent_this_month], [null, 0]);
+    const set = await owner.browser.call('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: 40 });
+    assert.deepEqual([set.status, set.body.monthly_spend_limit], [200, 40]);
+    assert.equal((await owner.browser.call('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: -1 })).status, 422);
+    assert.equal((await owner.browser.call('POST', `/keys/${key.id}/spend-limit`, {})).status, 422);
+    const member = await signedInUser(stack.baseUrl, stack.db, { accountId: owner.accountId, role: 'member' });
+    const refused = await member.browser.call('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: null });
+    assert.deepEqual([refused.status, refused.body.detail.error], [403, 'forbidden']);
+    const stranger = await signedInUser(stack.baseUrl, stack.db);
+    assert.equal((await stranger.browser.call('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: null })).status, 404);
+    const removed = await owner.browser.call('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: null });
+    assert.deepEqual([removed.status, removed.body.monthly_spend_limit], [200, null]);
+  });
+
   it(`refuses an ${MAX_ACTIVE_KEYS + 1}th active key with 422, and takes one again after a revocation`, async () => {
     const { browser } = await signedInUser(stack.baseUrl, stack.db); // the account has its default key
     for (let i = 1; i < MAX_ACTIVE_KEYS; i++) assert.equal((await browser.call('POST', '/keys', { name: `key ${i}` })).status, 201);
@@ -96,8 +113,12 @@ describe('dashboard keys and members', function () {
     assert.deepEqual(withIds.sort(), [
       'DELETE /members/{user_id}', 'DELETE /webhooks/{webhook_id}', 'GET /actions/{action_id}', 'GET /actions/{action_id}/events',
       'GET /webhooks/{webhook_id}/deliveries', 'PATCH /keys/{key_id}', 'PATCH /members/{user_id}', 'PATCH /webhooks/{webhook_id}',
-      'POST /keys/{key_id}/revoke', 'POST /webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
+      'POST /keys/{key_id}/revoke', 'POST /keys/{key_id}/spend-limit', 'POST /webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver',
     ]);
+    // The spend limit is an owner's: an owner of A is answered 404 for B's key (a member of A, 403 before any id).
+    const bLimit = await aOwner.browser.call('POST', `/keys/${bKey.id}/spend-limit`, { monthly_spend_limit: 1 });
+    assert.deepEqual([bLimit.status, bLimit.body.detail.error], [404, 'not_found']);
+    assert.equal((await b.browser.call('GET', '/keys')).body.keys.find((k: { id: number }) => k.id === bKey.id).monthly_spend_limit, null);
   });
 
   it('owners manage members: invite (the same answer for a taken email), change roles, remove (sessions end); never the last owner', async () => {

@@ -27,8 +27,8 @@ describe('helper usage: reserve, complete, cancel (real Postgres)', () => {
   it('holds a block while only calls in flight need it, and charges it once one of them succeeds', async () => {
     const { accountId } = await newAccount(db, 1);
     await setUsed(accountId, 100);
-    const first = await reserveHelperCall(db, accountId); // call 101 opens block 1: held
-    const second = await reserveHelperCall(db, accountId); // call 102: inside block 1
+    const first = await reserveHelperCall(db, accountId, null); // call 101 opens block 1: held
+    const second = await reserveHelperCall(db, accountId, null); // call 102: inside block 1
     assert.deepEqual(await readBalance(db, accountId), { balance: 1, holds: 1, available: 0 });
     assert.equal(await cancelHelperCall(db, first), true); // the second call still needs block 1
     assert.deepEqual(await readBalance(db, accountId), { balance: 1, holds: 1, available: 0 });
@@ -43,8 +43,8 @@ describe('helper usage: reserve, complete, cancel (real Postgres)', () => {
   it('releases a block once no call in flight needs it', async () => {
     const { accountId } = await newAccount(db, 1);
     await setUsed(accountId, 120);
-    const opening = await reserveHelperCall(db, accountId); // call 121 opens block 2
-    const inside = await reserveHelperCall(db, accountId); // call 122: inside block 2
+    const opening = await reserveHelperCall(db, accountId, null); // call 121 opens block 2
+    const inside = await reserveHelperCall(db, accountId, null); // call 122: inside block 2
     assert.equal(await cancelHelperCall(db, inside), true);
     assert.deepEqual(await readBalance(db, accountId), { balance: 1, holds: 1, available: 0 }, 'still needed by call 121');
     assert.equal(await cancelHelperCall(db, opening), true);
@@ -56,8 +56,8 @@ describe('helper usage: reserve, complete, cancel (real Postgres)', () => {
   it('expires reservations left by a dead API process: not counted, their spark released, finished once', async () => {
     const { accountId } = await newAccount(db, 2);
     await setUsed(accountId, 100);
-    const stale = await reserveHelperCall(db, accountId);
-    const fresh = await reserveHelperCall(db, accountId);
+    const stale = await reserveHelperCall(db, accountId, null);
+    const fresh = await reserveHelperCall(db, accountId, null);
     await db.query(`UPDATE helper_reservations SET created_at = now() - interval '20 minutes' WHERE id = $1`, [stale.id]);
     assert.equal(await expireHelperReservations(db, 600), 1);
     assert.deepEqual(await readBalance(db, accountId), { balance: 2, holds: 1, available: 1 }, 'the fresh call still needs block 1');
@@ -71,7 +71,7 @@ describe('helper usage: reserve, complete, cancel (real Postgres)', () => {
   it('refuses with the count of succeeded calls when the next block cannot be held', async () => {
     const { accountId } = await newAccount(db, 0);
     await setUsed(accountId, 100);
-    await assert.rejects(reserveHelperCall(db, accountId), (err: unknown) => err instanceof HelperCallUnpaid && err.usedToday === 100);
+    await assert.rejects(reserveHelperCall(db, accountId, null), (err: unknown) => err instanceof HelperCallUnpaid && err.usedToday === 100);
     assert.deepEqual(await counts(accountId), { used: 100, pending: 0 });
     await assertMoneyConsistent(db, accountId);
   });

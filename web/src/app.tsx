@@ -56,7 +56,7 @@ export function App() {
           <Route path={`${BASE}/gallery`} component={GalleryPage} />
           <Route path={`${BASE}/try`} component={TryPage} />
           <Route path={`${BASE}/actions/:id`} component={({ id }: { id: string }) => <ActionPage id={id} />} />
-          <Route path={`${BASE}/keys`} component={KeysPage} />
+          <Route path={`${BASE}/keys`} component={() => <KeysPage owner={session.user.role === 'owner'} />} />
           <Route path={`${BASE}/webhooks`} component={WebhooksPage} />
           <Route path={`${BASE}/billing`} component={BillingPage} />
           <Route path={`${BASE}/members`} component={() => <MembersPage self={session.user} />} />

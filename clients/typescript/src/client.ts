@@ -55,13 +55,21 @@ export interface ImageryClient {
 const V1_FINALS: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
 const V2_FINALS: ReadonlySet<string> = new Set(['succeeded', 'failed', 'dead_letter', 'cancelled']);
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 export function createClient(options: ClientOptions): ImageryClient {
+  // The key goes in a header: a character a header cannot carry would otherwise surface in fetch's error message.
+  if (!/^[\x21-\x7e]+$/.test(options.apiKey)) throw new TypeError('apiKey is empty or holds characters an HTTP header cannot carry');
+  if (Object.keys(options.headers ?? {}).some((name) => name.toLowerCase() === 'idempotency-key')) {
+    throw new TypeError('Idempotency-Key is made per call (give one to a call as its header); a key shared by every call would replay the first answer');
+  }
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const basePath = new URL(baseUrl).pathname.replace(/\/+$/, '');
   const headers = { ...options.headers, Authorization: `Bearer ${options.apiKey}` };
   const idempotent = [...IDEMPOTENT_OPERATIONS].map((operation) => {
     const [method, path] = operation.split(' ');
-    return { method, path: new RegExp(`^${basePath}${path.replace(/\{\w+\}/g, '[^/]+')}$`) };
+    return { method, path: new RegExp(`^${escapeRegExp(basePath)}${path.split(/\{\w+\}/).map(escapeRegExp).join('[^/]+')}$`) };
   });
   const takesKey = (request: Request) => idempotent.some((o) => o.method === request.method && o.path.test(new URL(request.url).pathname));
   const fetch = retryingFetch(options.fetch ?? globalThis.fetch.bind(globalThis), { ...DEFAULT_RETRY, ...options.retry },
@@ -86,6 +94,7 @@ export function createClient(options: ClientOptions): ImageryClient {
   function wait(jobId: string, waitOptions?: WaitOptions): Promise<Job>;
   function wait(id: number | string, waitOptions?: WaitOptions): Promise<ActionStatus | Job> {
     if (typeof id === 'number') {
+      if (!Number.isSafeInteger(id) || id < 1) return Promise.reject(new TypeError(`an action id is a positive integer; got ${id}`));
       return waitFor<ActionStatus>({
         streamUrl: `${baseUrl}/api/v1/public/status/${id}/events`,
         finals: V1_FINALS,
@@ -94,8 +103,9 @@ export function createClient(options: ClientOptions): ImageryClient {
         hint: () => undefined,
       }, fetch, headers, waitOptions);
     }
+    if (!UUID.test(id)) return Promise.reject(new TypeError('a job id is a UUID'));
     return waitFor<Job>({
-      streamUrl: `${baseUrl}/api/v2/jobs/${encodeURIComponent(id)}/events`,
+      streamUrl: `${baseUrl}/api/v2/jobs/${id}/events`,
       finals: V2_FINALS,
       read: (signal) => get('/api/v2/jobs/{job_id}', { params: { path: { job_id: id } }, signal }),
       status: (answer) => answer.status,

@@ -1,7 +1,8 @@
 /**
- * A `fetch` that tries again where that cannot do a thing twice: after 429 (the rate limit refused the request) and
- * 503 (the service took nothing in), whatever the method; after a network error, only for a request that is safe to
- * send again (GET, HEAD, or an operation that took an `Idempotency-Key`, which the retry carries unchanged).
+ * A `fetch` that tries again where that cannot do a thing twice: after 429 (the rate limit refused the request before
+ * anything was done), whatever the method; after 503 or a network error, only for a request that is safe to send
+ * again (GET, HEAD, or an operation that took an `Idempotency-Key`, which the retry carries unchanged): a 503 may
+ * come after the work was done (a database that failed after a commit), and a lost answer says nothing.
  */
 
 export interface RetryPolicy {
@@ -15,7 +16,11 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 4, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-const RETRIED_STATUSES = new Set([429, 503]);
+/**
+ * A request with an `Idempotency-Key` is not sent again this long after its first send: the service keeps a key for
+ * five minutes, and a retry after that would be a new request.
+ */
+export const KEYED_RETRY_WINDOW_MS = 240_000;
 
 /**
  * How long to wait before retry `attempt` (0-based) after `response` (none: a network error): what the answer asks
@@ -40,10 +45,12 @@ function askedDelay(headers: Headers, now: number): number | undefined {
   return undefined;
 }
 
-/** `base` with retries by `policy`; `resendable(request)` says whether a request may be sent again after a network error. */
+/** `base` with retries by `policy`; `resendable(request)` says whether a request may be sent again after a 503 or a network error. */
 export function retryingFetch(base: typeof fetch, policy: RetryPolicy, resendable: (request: Request) => boolean): typeof fetch {
   return async (input, init) => {
     const request = new Request(input, init);
+    const firstSent = Date.now();
+    const keyed = request.headers.has('Idempotency-Key');
     for (let attempt = 0; ; attempt++) {
       let response: Response | undefined;
       let failure: unknown;
@@ -53,8 +60,9 @@ export function retryingFetch(base: typeof fetch, policy: RetryPolicy, resendabl
         if (request.signal.aborted) throw err;
         failure = err;
       }
-      const again = response ? RETRIED_STATUSES.has(response.status) : resendable(request);
-      const delay = again && attempt < policy.retries ? retryDelay(attempt, response, policy) : undefined;
+      const again = response?.status === 429 || ((!response || response.status === 503) && resendable(request));
+      let delay = again && attempt < policy.retries ? retryDelay(attempt, response, policy) : undefined;
+      if (delay !== undefined && keyed && Date.now() + delay - firstSent > KEYED_RETRY_WINDOW_MS) delay = undefined;
       if (delay === undefined) {
         if (response) return response;
         throw failure;

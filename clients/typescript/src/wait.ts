@@ -45,19 +45,30 @@ const STREAM_TRIES = 2;
 export async function waitFor<T>(target: WaitTarget<T>, fetch: typeof globalThis.fetch, headers: Record<string, string>, options: WaitOptions = {}): Promise<T> {
   const signals = [options.signal, options.timeoutMs !== undefined ? AbortSignal.timeout(options.timeoutMs) : undefined].filter((s): s is AbortSignal => s !== undefined);
   const signal = signals.length > 0 ? AbortSignal.any(signals) : new AbortController().signal;
-  const stream = { lastEventId: undefined as string | undefined, failures: 0 };
+  const stream: StreamState = { failures: 0, retryMs: DEFAULT_RECONNECT_MS };
   for (;;) {
     signal.throwIfAborted();
     if (stream.failures < STREAM_TRIES) {
       const outcome = await follow(target, fetch, headers, stream, signal, options.onEvent);
       if (outcome === 'final') return target.read(signal);
-      if (outcome === 'ended') continue; // resumed from the last event seen
+      if (outcome === 'ended') { // resumed from the last event seen, after the pause the stream asked for (`retry:`)
+        await sleep(stream.retryMs, signal);
+        continue;
+      }
     }
     const answer = await target.read(signal);
     if (target.finals.has(target.status(answer))) return answer;
-    await sleep((target.hint(answer) ?? (options.pollIntervalMs ?? 2000) / 1000) * 1000, signal);
+    const hinted = target.hint(answer);
+    await sleep(Math.max(MIN_POLL_MS, hinted != null ? hinted * 1000 : options.pollIntervalMs ?? 2000), signal);
   }
 }
+
+interface StreamState { lastEventId?: string; failures: number; retryMs: number }
+
+/** The pause before a stream that ended early is resumed, until the stream says otherwise (`retry:`). */
+const DEFAULT_RECONNECT_MS = 1000;
+/** The shortest pause between polls, whatever is asked. */
+const MIN_POLL_MS = 250;
 
 /**
  * Follows the stream from `stream.lastEventId`: `final` when the final event came (or the service said, 204, that
@@ -65,7 +76,7 @@ export async function waitFor<T>(target: WaitTarget<T>, fetch: typeof globalThis
  */
 async function follow<T>(
   target: WaitTarget<T>, fetch: typeof globalThis.fetch, headers: Record<string, string>,
-  stream: { lastEventId?: string; failures: number }, signal: AbortSignal, onEvent?: (event: LiveEvent) => void,
+  stream: StreamState, signal: AbortSignal, onEvent?: (event: LiveEvent) => void,
 ): Promise<'final' | 'ended' | 'failed'> {
   let response: Response;
   try {
@@ -85,7 +96,7 @@ async function follow<T>(
     return 'failed';
   }
   const events: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => events.push(event) });
+  const parser = createParser({ onEvent: (event) => events.push(event), onRetry: (ms) => { stream.retryMs = Math.min(Math.max(ms, MIN_POLL_MS), 60_000); } });
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let heard = false;
   try {

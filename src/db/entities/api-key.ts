@@ -29,4 +29,8 @@ export class ApiKey extends BaseRecord {
   /** The first request of each rate-limit window sets it (api/middleware/counted-key-lookup.ts). Migration: DashboardUsers. */
   @Column({ name: 'last_used_at', type: 'timestamptz', nullable: true })
   lastUsedAt: Date | null;
+
+  /** Sparks this key may hold or have charged per calendar month (UTC); null: no limit. Migration: KeySpendLimits. */
+  @Column({ name: 'monthly_spend_limit', type: 'integer', nullable: true })
+  monthlySpendLimit: number | null;
 }

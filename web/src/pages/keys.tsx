@@ -1,6 +1,7 @@
 /**
- * API keys: the account's keys with their masked prefix, when made and last used, and their grouping; create one
- * (its secret shown once, with a copy button), rename, switch the grouping, revoke after a confirmation.
+ * API keys: the account's keys with their masked prefix, when made and last used, their grouping and what they spent
+ * this month against their monthly limit; create one (its secret shown once, with a copy button), rename, switch the
+ * grouping, set or remove a spend limit (owners), revoke after a confirmation.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, when } from '../api';
@@ -9,11 +10,12 @@ import { ConfirmDialog, CopyButton, ErrorNote, useChanges } from './parts';
 export interface Key {
   id: number; name: string; prefix: string; default_grouping: 'api_key_inbox' | 'legacy_per_request';
   created_at: string; last_used_at: string | null; revoked_at: string | null;
+  monthly_spend_limit: number | null; spent_this_month: number;
 }
 
 const GROUPINGS = { api_key_inbox: 'One inbox project', legacy_per_request: 'A project per request' };
 
-export function KeysPage() {
+export function KeysPage({ owner }: { owner: boolean }) {
   const [keys, setKeys] = useState<Key[]>();
   const [secret, setSecret] = useState<{ name: string; value: string }>();
   const [confirming, setConfirming] = useState<Key>();
@@ -33,6 +35,7 @@ export function KeysPage() {
   }
 
   const edit = (key: Key, patch: Partial<Pick<Key, 'name' | 'default_grouping'>>) => change(() => api('PATCH', `/keys/${key.id}`, patch));
+  const setLimit = (key: Key, limit: number | null) => change(() => api('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: limit }));
   const revoke = (key: Key) => {
     setConfirming(undefined);
     void change(() => api('POST', `/keys/${key.id}/revoke`));
@@ -62,7 +65,7 @@ export function KeysPage() {
       {keys === undefined ? <p aria-busy="true">Loading…</p> : (
         <table class="list">
           <caption class="sr-only">API keys</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Grouping</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+          <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Grouping</th><th scope="col">Spent this month</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
           <tbody>
             {keys.map((key) => (
               <tr key={key.id} class={key.revoked_at ? 'revoked' : undefined}>
@@ -78,6 +81,10 @@ export function KeysPage() {
                     </select>
                   )}
                 </td>
+                <td data-label="Spent this month">
+                  <SpendLimit spent={key.spent_this_month} limit={key.monthly_spend_limit} keyName={key.name}
+                    onSave={owner && !key.revoked_at ? (limit) => setLimit(key, limit) : undefined} />
+                </td>
                 <td>{key.revoked_at ? <span class="badge">Revoked {when(key.revoked_at)}</span>
                   : <button type="button" class="danger" onClick={() => setConfirming(key)}>Revoke</button>}</td>
               </tr>
@@ -91,6 +98,31 @@ export function KeysPage() {
         </ConfirmDialog>
       )}
     </section>
+  );
+}
+
+/** What the key spent this month (UTC) of its limit; an owner sets the limit, or leaves the field empty for none. */
+function SpendLimit({ spent, limit, keyName, onSave }: { spent: number; limit: number | null; keyName: string; onSave?: (limit: number | null) => void }) {
+  const [editing, setEditing] = useState(false);
+  const shown = limit === null ? `${spent} sparks, no limit` : `${spent} of ${limit} sparks`;
+  if (!editing || !onSave) {
+    return (
+      <span class="row">{shown}
+        {onSave && <button type="button" class="link" onClick={() => setEditing(true)} aria-label={`Set limit of ${keyName}`}>Set limit</button>}
+      </span>
+    );
+  }
+  return (
+    <form class="row" onSubmit={(e) => {
+      e.preventDefault();
+      const value = String(new FormData(e.currentTarget as HTMLFormElement).get('limit') ?? '').trim();
+      setEditing(false);
+      onSave(value === '' ? null : Number(value));
+    }}>
+      <input name="limit" type="number" min={0} max={2147483647} step={1} aria-label="Monthly spend limit in sparks (empty: none)"
+        value={limit ?? ''} placeholder="No limit" autoFocus />
+      <button type="submit" class="secondary">Save</button>
+    </form>
   );
 }
 
