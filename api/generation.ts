@@ -7,7 +7,7 @@ import { V1_PREFIX, type RouteResponse } from './route';
 
 export const GENERATION_ERRORS: Record<number, RouteResponse> = {
   400: { description: '`invalid_request`: an image cannot be read or fetched, or concept_id does not belong to category_id; `upload_not_found`, `upload_expired`' },
-  402: { description: '`insufficient_tokens`; details: available, required' },
+  402: { description: '`insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key\'s monthly spend limit would be passed; details: limit, spent, required' },
   403: { description: '`forbidden`: project_id belongs to another account' },
   404: { description: '`not_found`: project_id does not exist' },
   409: { description: '`idempotency_conflict`: the Idempotency-Key was used with a different request in the last 5 minutes' },

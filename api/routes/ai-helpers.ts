@@ -28,7 +28,7 @@ const FAILED = 'text_generation_failed';
 
 const ERRORS: Record<number, RouteResponse> = {
   400: { description: '`invalid_request`: an image cannot be read, or concept_id does not belong to category_id; `upload_not_found`, `upload_expired`' },
-  402: { description: '`insufficient_tokens`: the free calls of today are used and the balance cannot pay the next block of 20; details: used_today, free_limit' },
+  402: { description: '`insufficient_tokens`: the free calls of today are used and the balance cannot pay the next block of 20; details: used_today, free_limit. Or `spend_limit_exceeded`: the next block would pass the API key\'s monthly spend limit; details: limit, spent, required' },
   413: { description: '`image_too_large`: an image is over 15 MB decoded or over 50 megapixels (25 for HEIC) or 20,000 pixels a side' },
   500: { description: '`text_generation_failed`: the text provider failed or answered nothing; the call is neither counted nor charged' },
   503: { description: '`generation_unavailable`: the text provider is not configured' },

@@ -33,7 +33,7 @@ export function editRoutes(services: ApiServices): Route[] {
           },
         },
         400: { description: '`unsupported_parameter`: the source is a video' },
-        402: { description: '`insufficient_tokens`; details: available, required' },
+        402: { description: '`insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key\'s monthly spend limit would be passed; details: limit, spent, required' },
         409: { description: '`action_not_completed` (details: status), `edit_depth_exceeded` (details: max_depth), or `idempotency_conflict`' },
       },
       async handle(ctx, { params, body }: { params: { action_id: number }; body: { instruction: string; webhook_url?: string } }) {

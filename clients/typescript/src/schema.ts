@@ -1836,7 +1836,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`; details: available, required */
+            /** @description `insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key's monthly spend limit would be passed; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -2067,7 +2067,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`; details: available, required */
+            /** @description `insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key's monthly spend limit would be passed; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -2282,7 +2282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`; details: available, required */
+            /** @description `insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key's monthly spend limit would be passed; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -2486,7 +2486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`; details: available, required */
+            /** @description `insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key's monthly spend limit would be passed; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -4164,7 +4164,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`: the free calls of today are used and the balance cannot pay the next block of 20; details: used_today, free_limit */
+            /** @description `insufficient_tokens`: the free calls of today are used and the balance cannot pay the next block of 20; details: used_today, free_limit. Or `spend_limit_exceeded`: the next block would pass the API key's monthly spend limit; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -4322,7 +4322,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`: the free calls of today are used and the balance cannot pay the next block of 20; details: used_today, free_limit */
+            /** @description `insufficient_tokens`: the free calls of today are used and the balance cannot pay the next block of 20; details: used_today, free_limit. Or `spend_limit_exceeded`: the next block would pass the API key's monthly spend limit; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -5341,7 +5341,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`; details: available, required */
+            /** @description `insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key's monthly spend limit would be passed; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -5572,7 +5572,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`; details: available, required */
+            /** @description `insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key's monthly spend limit would be passed; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -5782,7 +5782,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `insufficient_tokens`; details: available, required */
+            /** @description `insufficient_tokens`; details: available, required. Or `spend_limit_exceeded`: the API key's monthly spend limit would be passed; details: limit, spent, required */
             402: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
