@@ -30,6 +30,7 @@ import { funnelRoutes } from './routes/funnels';
 import { infoRoutes } from './routes/info';
 import { projectRoutes } from './routes/projects';
 import { quoteRoutes } from './routes/quote';
+import { eventFeedRoutes } from './routes/events';
 import { statusRoutes } from './routes/status';
 import { uploadRoutes } from './routes/uploads';
 import { webhookRoutes } from './routes/webhooks';
@@ -58,10 +59,10 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
       routes: [
         ...projectRoutes(services), ...uploadRoutes(services), ...analyzeRoutes(services), ...generateRoutes(services), ...editRoutes(services),
         ...statusRoutes(services), ...webhookRoutes(services), ...infoRoutes(services), ...quoteRoutes(services), ...helperRoutes(services),
-        ...funnelRoutes(services),
+        ...funnelRoutes(services), ...eventFeedRoutes(services, 'v1'),
       ],
     },
-    { prefix: V2_PREFIX, authenticated: true, documented: true, routes: jobRoutes(services) },
+    { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [...jobRoutes(services), ...eventFeedRoutes(services, 'v2')] },
     // The dashboard's own routes: a user session (api/dashboard/session-guard.ts), never an API key, not in the OpenAPI document.
     ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,

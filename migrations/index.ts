@@ -20,6 +20,7 @@ import { DashboardUsers1732300000019 } from './1732300000019-DashboardUsers';
 import { LedgerIndexes1732300000020 } from './1732300000020-LedgerIndexes';
 import { ActionThumbnails1732300000021 } from './1732300000021-ActionThumbnails';
 import { KeySpendLimits1732300000022 } from './1732300000022-KeySpendLimits';
+import { AccountEvents1732300000023 } from './1732300000023-AccountEvents';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -41,4 +42,5 @@ export const migrations = [
   LedgerIndexes1732300000020,
   ActionThumbnails1732300000021,
   KeySpendLimits1732300000022,
+  AccountEvents1732300000023,
 ];

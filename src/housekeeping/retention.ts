@@ -4,6 +4,7 @@
  * of times, and deletes in batches so that no statement holds many rows' locks for long.
  */
 import type { DataSource } from 'typeorm';
+import { purgeFeed } from '../events/feed';
 
 /** A repeat of an `Idempotency-Key` within this window gets the first answer. */
 export const IDEMPOTENCY_WINDOW_SECONDS = 300;
@@ -35,6 +36,8 @@ export interface PurgedRecords {
   idempotencyKeys: number; rateLimitWindows: number; deliveries: number;
   /** Dashboard sessions and one-time links ended or spent 30 days ago, and password-attempt windows that ended. */
   sessions: number; links: number; passwordAttempts: number;
+  /** Events of the account feed older than its 30 days (src/events/feed.ts). */
+  feedEvents: number;
 }
 
 /** Windows of counted password attempts (src/users/password-attempts.ts). */
@@ -55,5 +58,6 @@ export async function purgeExpiredRecords(db: DataSource): Promise<PurgedRecords
     'SELECT ctid FROM user_links WHERE coalesce(used_at, expires_at) < now() - make_interval(days => $1)', [RETENTION.endedSessionDays]);
   const passwordAttempts = await deleteInBatches(db, 'password_attempts',
     'SELECT ctid FROM password_attempts WHERE window_start < floor(extract(epoch FROM now()) / $1)', [PASSWORD_ATTEMPT_WINDOW_SECONDS]);
-  return { idempotencyKeys, rateLimitWindows, deliveries, sessions, links, passwordAttempts };
+  const feedEvents = await purgeFeed(db);
+  return { idempotencyKeys, rateLimitWindows, deliveries, sessions, links, passwordAttempts, feedEvents };
 }

@@ -517,6 +517,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's event feed: every change of its actions and each webhook delivery's outcome, in order, after a cursor */
+        get: operations["listAccountEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/jobs/generate": {
         parameters: {
             query?: never;
@@ -611,6 +628,23 @@ export interface paths {
         };
         /** Redirect to the signed result URL when the job succeeded */
         get: operations["getJobResult"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's event feed: every change of its jobs and each webhook delivery's outcome, in order, after a cursor */
+        get: operations["listJobEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5473,6 +5507,117 @@ export interface operations {
             };
         };
     };
+    listAccountEvents: {
+        parameters: {
+            query?: {
+                /** @description A cursor from an earlier answer (`next_cursor`, or an event's `cursor`); none: from the oldest event kept */
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events in the order of their transactions (those of one transaction together), kept 30 days. An event appears once its transaction and every older one have committed, so a cursor never misses one. `next_cursor` is the last event's, or `after` again when none came (null when the feed is empty): ask again with it. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: {
+                            /** @description This event's position: `after` it to go on from here */
+                            cursor: string;
+                            /** @description `action.<status>` (`action.pending`, `action.processing`, `action.completed`, ...) or `webhook.<outcome>` (`webhook.succeeded`, `webhook.failed`, `webhook.skipped`) */
+                            type: string;
+                            action_id: number;
+                            /** @description The v2 job of the action, if any */
+                            job_id?: string | null;
+                            /** @description The action's status, or the delivery's outcome */
+                            status: string;
+                            /**
+                             * Format: uuid
+                             * @description Webhook events: the delivery (`X-Service-Job-Id`)
+                             */
+                            delivery_id?: string;
+                            /** @description Webhook events: the event delivered (`generation.completed`, ...) */
+                            webhook_event?: string;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `cursor_expired`: the cursor is older than the feed's 30 days; `details.oldest_cursor` is where it goes on */
+            410: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
     createGenerationJob: {
         parameters: {
             query?: never;
@@ -6414,6 +6559,118 @@ export interface operations {
                         message: string;
                         error_code?: string | null;
                     };
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    listJobEvents: {
+        parameters: {
+            query?: {
+                /** @description A cursor from an earlier answer (`next_cursor`, or an event's `cursor`); none: from the oldest event kept */
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Events in the order of their transactions (those of one transaction together), kept 30 days. An event appears once its transaction and every older one have committed, so a cursor never misses one. `next_cursor` is the last event's, or `after` again when none came (null when the feed is empty): ask again with it. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: {
+                            /** @description This event's position: `after` it to go on from here */
+                            cursor: string;
+                            /** @description `job.<status>` (`job.queued`, `job.running`, `job.retry_scheduled`, `job.succeeded`, ...; a change of phase too) or `webhook.<outcome>` */
+                            type: string;
+                            /** Format: uuid */
+                            job_id: string;
+                            /** @description The job's phase (job events) */
+                            phase?: string | null;
+                            /** @description The job's status, or the delivery's outcome */
+                            status: string;
+                            /**
+                             * Format: uuid
+                             * @description Webhook events: the delivery (`X-Service-Job-Id`)
+                             */
+                            delivery_id?: string;
+                            /** @description Webhook events: the event delivered (`generation.completed`, ...) */
+                            webhook_event?: string;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `cursor_expired`: the cursor is older than the feed's 30 days; `details.oldest_cursor` is where it goes on */
+            410: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation failed */
