@@ -51,7 +51,6 @@ describe('typed client in Chromium', function () {
     const id = '6f1c1a52-0000-4000-8000-000000000001';
     const headers = { 'X-Service-Signature': signature(secret, body), 'X-Service-Job-Id': id, ...standardWebhookHeaders(id, Math.floor(Date.now() / 1000), body, secret) };
     const outcome = await page.evaluate(async ({ key, image, hook }) => {
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the page's global, set by the module above
       const { createClient, ApiError, verifyWebhook } = (globalThis as any).imageryClient;
       const client = createClient({ baseUrl: (globalThis as unknown as { location: { origin: string } }).location.origin, apiKey: key });
       const { action_id: actionId } = await client.post('/api/v1/public/generate/photo', { body: { images: [{ data: image }] } });
