@@ -12,7 +12,11 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   spent before and what was asked, as JSON). Concurrent requests of one key on any number of API processes queue
  *   on that row at their commits: the limit is exact.
  * - A release takes the hold's amount back from the month the hold was made in (a trigger on the status change,
- *   which happens once per hold). A charge keeps it.
+ *   which happens once per hold), also as its transaction commits: the key's row is locked after the account's, in
+ *   the order every hold takes them, for the commit alone (taken at once, a release would hold the key's row across
+ *   its round trips while the account's new holds waited at their commits, and the two orders could deadlock).
+ *   The add fires before the release (constraint triggers fire in name order), should one transaction do both.
+ *   A charge keeps it.
  */
 export class KeySpendLimits1732300000022 implements MigrationInterface {
   name = 'KeySpendLimits1732300000022';
@@ -52,20 +56,22 @@ export class KeySpendLimits1732300000022 implements MigrationInterface {
           WHERE key_id = NEW.key_id AND month = date_trunc('month', NEW.created_at AT TIME ZONE 'UTC')::date;
         RETURN NULL;
       END $$`);
-    await q.query('DROP TRIGGER IF EXISTS spark_holds_spent_at_commit ON spark_holds');
+    // Fired at commit in name order: spark_holds_reserved_at_commit (the account), then these two (the key).
+    await q.query('DROP TRIGGER IF EXISTS spark_holds_spend_1_held ON spark_holds');
     await q.query(`
-      CREATE CONSTRAINT TRIGGER spark_holds_spent_at_commit AFTER INSERT ON spark_holds
+      CREATE CONSTRAINT TRIGGER spark_holds_spend_1_held AFTER INSERT ON spark_holds
         DEFERRABLE INITIALLY DEFERRED
         FOR EACH ROW WHEN (NEW.status = 'held' AND NEW.key_id IS NOT NULL) EXECUTE FUNCTION key_spend_add()`);
-    await q.query('DROP TRIGGER IF EXISTS spark_holds_spend_released ON spark_holds');
+    await q.query('DROP TRIGGER IF EXISTS spark_holds_spend_2_released ON spark_holds');
     await q.query(`
-      CREATE TRIGGER spark_holds_spend_released AFTER UPDATE OF status ON spark_holds
+      CREATE CONSTRAINT TRIGGER spark_holds_spend_2_released AFTER UPDATE OF status ON spark_holds
+        DEFERRABLE INITIALLY DEFERRED
         FOR EACH ROW WHEN (OLD.status = 'held' AND NEW.status = 'released' AND NEW.key_id IS NOT NULL) EXECUTE FUNCTION key_spend_release()`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query('DROP TRIGGER IF EXISTS spark_holds_spend_released ON spark_holds');
-    await q.query('DROP TRIGGER IF EXISTS spark_holds_spent_at_commit ON spark_holds');
+    await q.query('DROP TRIGGER IF EXISTS spark_holds_spend_2_released ON spark_holds');
+    await q.query('DROP TRIGGER IF EXISTS spark_holds_spend_1_held ON spark_holds');
     await q.query('DROP FUNCTION IF EXISTS key_spend_release()');
     await q.query('DROP FUNCTION IF EXISTS key_spend_add()');
     await q.query('DROP TABLE IF EXISTS key_spend');

@@ -9,7 +9,10 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *
  * Order: by the writing transaction's id (`xid`), then `id`. A reader takes only rows of transactions older than
  * every transaction still running (`xid < pg_snapshot_xmin(pg_current_snapshot())`), so no row can ever appear
- * before a position a reader has passed: a cursor loses nothing and sees nothing twice.
+ * before a position a reader has passed: a cursor loses nothing and sees nothing twice. A transaction has its id
+ * from its first write, not from its commit, so two changes of one action may come in the other order (a cancel
+ * that locked the hold first, then waited for the action's row): `seq`, the action's own event number from
+ * `action_events`, orders them (the highest is the latest).
  *
  * Retention: the housekeeping schedule deletes the oldest rows (older than 30 days) as a prefix of that order and
  * records the last deleted position in `account_events_horizon`; a cursor before it answers 410.
@@ -25,6 +28,7 @@ export class AccountEvents1732300000023 implements MigrationInterface {
         xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
         kind text NOT NULL CHECK (kind IN ('action', 'job', 'delivery')),
         action_id integer NOT NULL,
+        seq integer,
         job_id uuid,
         delivery_id uuid,
         status text NOT NULL,
@@ -32,7 +36,9 @@ export class AccountEvents1732300000023 implements MigrationInterface {
         webhook_event text,
         created_at timestamptz NOT NULL DEFAULT now()
       )`);
-    await q.query('CREATE INDEX IF NOT EXISTS account_events_feed ON account_events (account_id, xid, id)');
+    // One index per feed, so that a page reads only the rows of its feed.
+    await q.query(`CREATE INDEX IF NOT EXISTS account_events_v1 ON account_events (account_id, xid, id) WHERE kind IN ('action', 'delivery')`);
+    await q.query(`CREATE INDEX IF NOT EXISTS account_events_v2 ON account_events (account_id, xid, id) WHERE kind = 'job' OR (kind = 'delivery' AND job_id IS NOT NULL)`);
     await q.query('CREATE INDEX IF NOT EXISTS account_events_order ON account_events (xid, id)');
     await q.query(`
       CREATE TABLE IF NOT EXISTS account_events_horizon (
@@ -51,13 +57,13 @@ export class AccountEvents1732300000023 implements MigrationInterface {
         SELECT id INTO job FROM public.jobs WHERE action_id = NEW.action_id;
         SELECT action_status, job_status, phase INTO prev FROM public.action_events WHERE action_id = NEW.action_id AND seq = NEW.seq - 1;
         IF prev IS NULL OR prev.action_status IS DISTINCT FROM NEW.action_status THEN
-          INSERT INTO public.account_events (account_id, kind, action_id, job_id, status)
-            VALUES (owner, 'action', NEW.action_id, job, NEW.action_status);
+          INSERT INTO public.account_events (account_id, kind, action_id, seq, job_id, status)
+            VALUES (owner, 'action', NEW.action_id, NEW.seq, job, NEW.action_status);
         END IF;
         IF job IS NOT NULL AND NEW.job_status IS NOT NULL
            AND (prev IS NULL OR ROW(prev.job_status, prev.phase) IS DISTINCT FROM ROW(NEW.job_status, NEW.phase)) THEN
-          INSERT INTO public.account_events (account_id, kind, action_id, job_id, status, phase)
-            VALUES (owner, 'job', NEW.action_id, job, NEW.job_status, NEW.phase);
+          INSERT INTO public.account_events (account_id, kind, action_id, seq, job_id, status, phase)
+            VALUES (owner, 'job', NEW.action_id, NEW.seq, job, NEW.job_status, NEW.phase);
         END IF;
         RETURN NULL;
       END $$`);

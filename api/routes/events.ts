@@ -27,6 +27,7 @@ function eventSchema(version: FeedVersion) {
       },
       ...subject,
       status: { type: 'string', description: version === 'v1' ? 'The action\'s status, or the delivery\'s outcome' : 'The job\'s status, or the delivery\'s outcome' },
+      seq: { type: 'integer', description: 'Action and job events: the change\'s number within its action (the highest is the latest)' },
       delivery_id: { type: 'string', format: 'uuid', description: 'Webhook events: the delivery (`X-Service-Job-Id`)' },
       webhook_event: { type: 'string', description: 'Webhook events: the event delivered (`generation.completed`, ...)' },
       created_at: { type: 'string', format: 'date-time' },
@@ -51,11 +52,12 @@ export function eventFeedRoutes({ db }: ApiServices, version: FeedVersion): Rout
       responses: {
         200: {
           description: `Events in the order of their transactions (those of one transaction together), kept ${FEED_RETENTION_DAYS} days. `
-            + 'An event appears once its transaction and every older one have committed, so a cursor never misses one. `next_cursor` is '
-            + 'the last event\'s, or `after` again when none came (null when the feed is empty): ask again with it.',
+            + 'An event appears once its transaction and every older one have committed, so a cursor never misses one; two changes of one '
+            + 'action may come in the other order (a transaction is ordered by its first write, not its commit): its `seq` says which is later. '
+            + '`next_cursor` is the last event\'s or, when none came, a later position that skips nothing: ask again with it.',
           schema: {
             type: 'object', required: ['events', 'next_cursor'],
-            properties: { events: { type: 'array', items: eventSchema(version) }, next_cursor: nullableString },
+            properties: { events: { type: 'array', items: eventSchema(version) }, next_cursor: { type: 'string' } },
           },
         },
         410: { description: `\`cursor_expired\`: the cursor is older than the feed's ${FEED_RETENTION_DAYS} days; \`details.oldest_cursor\` is where it goes on` },

@@ -43,7 +43,8 @@ export function quoteRoutes({ db }: ApiServices): Route[] {
       bodyImages: 6,
       responses: {
         200: {
-          description: '`affordable`: the price is within the available sparks and within the key\'s monthly spend limit (if it has one)',
+          description: '`affordable`: the price is within the available sparks and within the key\'s monthly spend limit (if it has one), '
+            + 'so the money would not refuse it now; the request\'s other checks (an edit\'s source, a card\'s combination) are made when it is sent',
           schema: {
             type: 'object', required: ['type', 'price', 'available', 'affordable'],
             properties: {

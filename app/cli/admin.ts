@@ -3,7 +3,6 @@
  *   account:create --name NAME --sparks N [--json]
  *   key:create --account ID [--name NAME] [--grouping api_key_inbox|legacy_per_request] [--json]
  *   key:revoke --key-id ID
-  key:set --key-id ID --monthly-spend-limit N|none
  *   key:set --key-id ID --monthly-spend-limit N|none
  *   key:list --account ID [--json]
  *   sparks:grant --account ID --amount N [--json]
@@ -26,6 +25,7 @@ const USAGE = `usage: npm run --silent admin -- <command> [options]
   account:create --name NAME --sparks N [--json]
   key:create --account ID [--name NAME] [--grouping api_key_inbox|legacy_per_request] [--json]
   key:revoke --key-id ID
+  key:set --key-id ID --monthly-spend-limit N|none
   key:list --account ID [--json]
   sparks:grant --account ID --amount N [--json]
   pricing:set [--generation N] [--improvement N] [--video-5sec N] [--video-10sec N] [--json]

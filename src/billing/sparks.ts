@@ -81,14 +81,15 @@ export async function readKeySpend(db: DataSource, keyId: number): Promise<KeySp
 }
 
 /**
- * Holds `amount` for `actionId`, reserved when the transaction commits (see transactionWithHolds). A hold is never
+ * Holds `amount` for `actionId`, made with the key `keyId` (its monthly spend counts it; null: no key's), reserved
+ * when the transaction commits (see transactionWithHolds). A hold is never
  * settled in the transaction that made it: `held` has not been raised yet there.
  */
-export async function holdSparks(manager: EntityManager, accountId: number, actionId: number, amount: number): Promise<void> {
+export async function holdSparks(manager: EntityManager, accountId: number, keyId: number | null, actionId: number, amount: number): Promise<void> {
   const held = await sqlRow<{ product: string }>(manager,
-    `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit) VALUES ($1, $2, $3, 'held', true)
+    `INSERT INTO spark_holds (account_id, action_id, amount, status, reserve_at_commit, key_id) VALUES ($1, $2, $3, 'held', true, $4)
      RETURNING (SELECT product FROM actions WHERE id = $2) AS product`,
-    [accountId, actionId, amount],
+    [accountId, actionId, amount, keyId],
   );
   afterCommit(manager, () => sparksHeld.inc({ product: held?.product ?? 'unknown' }, amount));
 }

@@ -5,7 +5,7 @@
  */
 import type { DataSource } from 'typeorm';
 import { AppError, ValidationFailed } from '../errors';
-import { prepared, preparedRow, preparedRows } from '../db/prepared';
+import { prepared, preparedRows } from '../db/prepared';
 
 export type FeedVersion = 'v1' | 'v2';
 
@@ -25,33 +25,45 @@ export function encodeCursor(position: Position): string {
 
 /** The position of a cursor this feed gave; a ValidationFailed (422) for anything else. */
 export function decodeCursor(cursor: string): Position {
-  const match = /^(\d{1,20})\.(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  if (!match || encodeCursor({ xid: match[1], id: match[2] }) !== cursor) {
+  // Decimal without leading zeros (Postgres would read `010` as octal), within xid8's and bigint's ranges.
+  const match = /^(0|[1-9]\d{0,19})\.(0|[1-9]\d{0,18})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (!match || encodeCursor({ xid: match[1], id: match[2] }) !== cursor || BigInt(match[1]) >= 2n ** 64n || BigInt(match[2]) >= 2n ** 63n) {
     throw new ValidationFailed([{ loc: ['query', 'after'], msg: 'is not a cursor this feed gave', type: 'format' }]);
   }
   return { xid: match[1], id: match[2] };
 }
 
 interface FeedRow {
-  id: string; xid: string; kind: 'action' | 'job' | 'delivery'; action_id: number; job_id: string | null; delivery_id: string | null;
+  id: string; xid: string; kind: 'action' | 'job' | 'delivery'; action_id: number; seq: number | null; job_id: string | null; delivery_id: string | null;
   status: string; phase: string | null; webhook_event: string | null; created_at: Date;
 }
+
+/** A page's rows (none: one row of nulls) with, read in the same statement, where every later row will come and the horizon. */
+type PageRow = Partial<FeedRow> & { bound: string; horizon_xid: string | null; horizon_id: string | null };
 
 const KINDS: Record<FeedVersion, string> = {
   v1: `kind IN ('action', 'delivery')`,
   v2: `(kind = 'job' OR (kind = 'delivery' AND job_id IS NOT NULL))`,
 };
 
-/** Only transactions older than every one still running: nothing can appear later before what a reader passed. */
-const pageStatement = (version: FeedVersion) => prepared(`account_events_${version}`, `
-  SELECT id::text, xid::text, kind, action_id, job_id, delivery_id, status, phase, webhook_event, created_at
-    FROM account_events
-   WHERE account_id = $1 AND (xid, id) > ($2::xid8, $3::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
-     AND ${KINDS[version]}
-   ORDER BY xid, id LIMIT $4`);
+/**
+ * One statement, one snapshot: the page (only transactions older than every one still running: nothing can appear
+ * later before what a reader passed), that bound, and the purge's horizon (a page never skips what a purge removed
+ * meanwhile unnoticed).
+ */
+const pageStatement = (version: FeedVersion) => prepared(`account_events_page_${version}`, `
+  WITH bound AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS x),
+  horizon AS MATERIALIZED (SELECT xid, event_id FROM account_events_horizon WHERE id = 1),
+  page AS (
+    SELECT e.id::text, e.xid::text, e.kind, e.action_id, e.seq, e.job_id, e.delivery_id, e.status, e.phase, e.webhook_event, e.created_at
+      FROM account_events e
+     WHERE e.account_id = $1 AND ${KINDS[version]} AND (e.xid, e.id) > ($2::xid8, $3::bigint)
+       AND NOT EXISTS (SELECT 1 FROM horizon h WHERE (e.xid, e.id) <= (h.xid, h.event_id))
+       AND e.xid < (SELECT x FROM bound)
+     ORDER BY e.xid, e.id LIMIT $4)
+  SELECT page.*, (SELECT x FROM bound)::text AS bound, (SELECT xid FROM horizon)::text AS horizon_xid, (SELECT event_id FROM horizon)::text AS horizon_id
+    FROM (SELECT 1) one LEFT JOIN page ON true ORDER BY page.xid::xid8, page.id::bigint`);
 const PAGES = { v1: pageStatement('v1'), v2: pageStatement('v2') };
-
-const HORIZON = prepared('account_events_horizon', 'SELECT xid::text, event_id::text AS id FROM account_events_horizon WHERE id = 1');
 
 /** One event as the feed answers it. */
 export type FeedEvent = Record<string, unknown>;
@@ -65,27 +77,34 @@ function eventOf(version: FeedVersion, row: FeedRow): FeedEvent {
   }
   return {
     cursor, type: `${version === 'v1' ? 'action' : 'job'}.${row.status}`, ...subject, status: row.status,
-    ...(version === 'v2' ? { phase: row.phase } : { job_id: row.job_id }), created_at: at,
+    ...(version === 'v2' ? { phase: row.phase } : { job_id: row.job_id }), seq: row.seq, created_at: at,
   };
 }
 
 /**
  * A page of the account's feed after `after` (from the oldest kept event without one): its events and the cursor to
- * go on from (the last event's; `after` again when there was none, null when there never was one). A cursor from
- * before the purged part answers 410 `cursor_expired` with `details.oldest_cursor`.
+ * go on from (the last event's; with none, where the next one can come, so that a poll never reads the same rows
+ * again). A cursor from before the purged part answers 410 `cursor_expired` with `details.oldest_cursor`.
  */
 export async function readFeed(db: DataSource, version: FeedVersion, accountId: number, after: string | undefined, limit: number): Promise<{ events: FeedEvent[]; next_cursor: string | null }> {
   const from = after === undefined ? START : decodeCursor(after);
-  const horizon = await preparedRow<Position>(db, HORIZON, []);
+  const rows = await preparedRows<PageRow>(db, PAGES[version], [accountId, from.xid, from.id, limit]);
+  const { bound, horizon_xid: horizonXid, horizon_id: horizonId } = rows[0];
+  const horizon = horizonXid !== null && horizonId !== null ? { xid: horizonXid, id: horizonId } : undefined;
   if (horizon && after !== undefined && before(from, horizon)) {
     throw new AppError(410, 'cursor_expired', `The feed keeps ${FEED_RETENTION_DAYS} days of events; this cursor is older: go on from details.oldest_cursor`,
       { oldest_cursor: encodeCursor(horizon) });
   }
-  const start = horizon && before(from, horizon) ? horizon : from;
-  const rows = await preparedRows<FeedRow>(db, PAGES[version], [accountId, start.xid, start.id, limit]);
-  const events = rows.map((row) => eventOf(version, row));
-  const last = rows.at(-1);
-  return { events, next_cursor: last ? encodeCursor(last) : after ?? null };
+  const page = rows.filter((row): row is PageRow & FeedRow => row.id !== null && row.id !== undefined);
+  const last = page.at(-1);
+  // Nothing new: every later event's transaction is at `bound` or above (it was running, or had not begun).
+  const next = last ? encodeCursor(last) : encodeCursor(laterOf(from, { xid: bound, id: '0' }));
+  return { events: page.map((row) => eventOf(version, row)), next_cursor: next };
+}
+
+/** The later of two positions. */
+function laterOf(a: Position, b: Position): Position {
+  return before(a, b) ? b : a;
 }
 
 /** Whether `a` comes before `b` in the feed's order. */

@@ -142,7 +142,7 @@ export async function recordAttempt(db: DataSource, deliveryId: string, status: 
 
 /** A delivery to a webhook deleted or switched off since it was planned: skipped. */
 export async function skipDelivery(db: DataSource, deliveryId: string): Promise<void> {
-  await db.query(`UPDATE webhook_deliveries SET status = 'skipped', last_error = 'webhook deleted', updated_at = now() WHERE id = $1`, [deliveryId]);
+  await db.query(`UPDATE webhook_deliveries SET status = 'skipped', last_error = 'webhook deleted', updated_at = now() WHERE id = $1 AND status = 'pending'`, [deliveryId]);
 }
 
 /** Closes a pending delivery whose attempts are spent (or that was refused for good); answers whether it moved. */

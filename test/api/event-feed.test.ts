@@ -37,12 +37,16 @@ describe('account event feed', function () {
 
   it('v1: every status of the account\'s actions and each delivery\'s outcome, in order, paged without loss or repeat', async () => {
     const { call } = await account();
-    assert.deepEqual(await feed(call, `${V1}/events`), { events: [], next_cursor: null });
+    const empty = await feed(call, `${V1}/events`);
+    assert.deepEqual(empty.events, []);
+    assert.match(empty.next_cursor ?? '', /^[A-Za-z0-9_-]+$/, 'a cursor to poll with, even before any event');
     assert.equal((await call('POST', `${V1}/webhooks`, { url: `${receiver.url}/feed` })).status, 201);
     const { body: { action_id } } = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }] });
     await stack.temporal.workflow.getHandle(actionWorkflowId(action_id)).result();
     const all = await eventually(() => feed(call, `${V1}/events`), (f) => f.events.some((e) => e.type === 'webhook.succeeded'));
     assert.deepEqual(all.events.map((e) => e.type), ['action.pending', 'action.processing', 'action.completed', 'webhook.succeeded']);
+    assert.deepEqual(all.events.slice(0, 3).map((e) => (e as { seq?: number }).seq), [1, 2, 3], 'each change numbered within its action');
+    assert.deepEqual((await feed(call, `${V1}/events?after=${empty.next_cursor}`)).events.map((e) => e.type), all.events.map((e) => e.type), 'the empty feed\'s cursor skipped nothing');
     assert.ok(all.events.every((e) => e.action_id === action_id));
     assert.match(all.events[3].delivery_id ?? '', /^[0-9a-f-]{36}$/);
     assert.equal(all.next_cursor, all.events[3].cursor);
@@ -52,10 +56,10 @@ describe('account event feed', function () {
     for (let i = 0; i < 5; i++) {
       const page: Feed = await feed(call, `${V1}/events?limit=1${cursor ? `&after=${cursor}` : ''}`);
       seen.push(...page.events.map((e) => e.type));
-      if (page.events.length === 0) assert.equal(page.next_cursor, cursor);
       cursor = page.next_cursor;
     }
     assert.deepEqual(seen, all.events.map((e) => e.type));
+    assert.deepEqual((await feed(call, `${V1}/events?after=${cursor}`)).events, [], 'nothing after the end');
   });
 
   it('v2: the account\'s jobs by job_id, with their phases, and nothing of v1 actions; another account sees none of it', async () => {
@@ -100,7 +104,8 @@ describe('account event feed', function () {
 
   it('answers 422 for a cursor it did not give and a limit outside 1-500', async () => {
     const { call } = await account();
-    for (const query of ['after=nonsense', 'after=MTIz', `after=${Buffer.from('1.2 ').toString('base64url')}`, 'limit=0', 'limit=501', 'limit=x']) {
+    const forged = (text: string) => `after=${Buffer.from(text).toString('base64url')}`;
+    for (const query of ['after=nonsense', 'after=MTIz', forged('1.2 '), forged('010.1'), forged('1.9999999999999999999'), forged('99999999999999999999.1'), 'limit=0', 'limit=501', 'limit=x']) {
       const res = await call('GET', `${V1}/events?${query}`);
       assert.equal(res.status, 422, query);
       assert.equal((await call('GET', `${V2}/events?${query}`)).status, 422, query);

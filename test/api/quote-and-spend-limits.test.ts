@@ -95,6 +95,23 @@ describe('quotes and monthly spend limits', function () {
       assert.deepEqual(await readKeySpend(stack.db, keyId), { limit: null, spent: 2 * price });
     });
 
+    it('stays equal to what the key holds while cancels and new requests of the key race (no deadlock, no 500)', async () => {
+      const { apiKey, keyId } = await newAccount(stack.db, 10_000);
+      const price = (await readPriceList(stack.db, { fresh: true })).generation;
+      await setKeySpendLimit(stack.db, keyId, 30 * price);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const placed = await Promise.all(Array.from({ length: 20 }, () => call('POST', `${V1}/generate/photo`, photo())));
+      const answers = await Promise.all([
+        ...placed.map((p) => call('POST', `${V1}/cancel/${p.body.action_id}`)),
+        ...Array.from({ length: 20 }, () => call('POST', `${V1}/generate/photo`, photo())),
+      ]);
+      assert.deepEqual(answers.filter((a) => a.status >= 500).map((a) => JSON.stringify(a.body)), []);
+      const [{ open }] = await stack.db.query(
+        `SELECT COALESCE(SUM(amount), 0)::int AS open FROM spark_holds WHERE key_id = $1 AND status IN ('held', 'charged')`, [keyId]);
+      assert.equal((await readKeySpend(stack.db, keyId)).spent, open);
+      assert.ok(open <= 30 * price);
+    });
+
     it('counts AI helper charges: a paid block of helper calls holds against the key that called', async () => {
       const { accountId, keyId } = await newAccount(stack.db, 100);
       await stack.db.query(`INSERT INTO helper_usage (account_id, day, used, pending) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, 100, 0)`, [accountId]);

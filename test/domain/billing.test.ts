@@ -15,11 +15,11 @@ describe('billing (real Postgres)', () => {
   it('holds what is available and refuses more, changing nothing', async () => {
     const { accountId } = await newAccount(db, 8);
     const first = await placeAction(db, accountId);
-    await transactionWithHolds(db, accountId, 5, (m) => holdSparks(m, accountId, first, 5));
+    await transactionWithHolds(db, accountId, 5, (m) => holdSparks(m, accountId, null, first, 5));
     const second = await placeAction(db, accountId);
     await assert.rejects(
       transactionWithHolds(db, accountId, 5, async (m) => {
-        await holdSparks(m, accountId, second, 5);
+        await holdSparks(m, accountId, null, second, 5);
         await m.query(`UPDATE actions SET status = 'processing' WHERE id = $1`, [second]); // not kept either
       }),
       (err: unknown) => err instanceof InsufficientSparks && err.available === 3 && err.required === 5,
@@ -33,7 +33,7 @@ describe('billing (real Postgres)', () => {
   it('charges a hold once, however often and however concurrently it is settled', async () => {
     const { accountId } = await newAccount(db, 20);
     const actionId = await placeAction(db, accountId);
-    await db.transaction((m) => holdSparks(m, accountId, actionId, 5));
+    await db.transaction((m) => holdSparks(m, accountId, null, actionId, 5));
     const outcomes = await Promise.all(Array.from({ length: 8 }, () => db.transaction((m) => settleHold(m, actionId, 'charged'))));
     assert.deepEqual(new Set(outcomes), new Set(['charged']));
     assert.deepEqual(await readBalance(db, accountId), { balance: 15, holds: 0, available: 15 });
@@ -47,8 +47,8 @@ describe('billing (real Postgres)', () => {
     const charged = await placeAction(db, accountId);
     const released = await placeAction(db, accountId);
     await db.transaction(async (m) => {
-      await holdSparks(m, accountId, charged, 5);
-      await holdSparks(m, accountId, released, 4);
+      await holdSparks(m, accountId, null, charged, 5);
+      await holdSparks(m, accountId, null, released, 4);
     });
     assert.equal(await db.transaction((m) => settleHold(m, charged, 'charged')), 'charged');
     assert.equal(await db.transaction((m) => settleHold(m, charged, 'released')), 'charged');
@@ -67,7 +67,7 @@ describe('billing (real Postgres)', () => {
       await m.query('UPDATE accounts SET held = held + 5 WHERE id = $1 AND balance - held >= 5', [accountId]);
       await m.query(`INSERT INTO spark_holds (account_id, action_id, amount, status) VALUES ($1, $2, 5, 'held')`, [accountId, old]);
     });
-    await transactionWithHolds(db, accountId, 4, (m) => holdSparks(m, accountId, current, 4));
+    await transactionWithHolds(db, accountId, 4, (m) => holdSparks(m, accountId, null, current, 4));
     assert.deepEqual(await readBalance(db, accountId), { balance: 20, holds: 9, available: 11 });
     await assertMoneyConsistent(db, accountId);
     assert.equal(await db.transaction((m) => settleHold(m, old, 'charged')), 'charged');

@@ -136,7 +136,7 @@ export async function placeAction(
      VALUES ($1, $2, $3, $6, $7, 'pending', $4, $5) RETURNING id`, [accountId, project.id, card.id, options.hold ?? 0, params, type, product]);
   if (options.hold !== undefined) {
     const { holdSparks } = await import('../../src/billing/sparks');
-    await db.transaction((m) => holdSparks(m, accountId, action.id, options.hold!));
+    await db.transaction((m) => holdSparks(m, accountId, null, action.id, options.hold!));
   }
   return action.id;
 }

@@ -4019,7 +4019,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description `affordable`: the price is within the available sparks and within the key's monthly spend limit (if it has one) */
+            /** @description `affordable`: the price is within the available sparks and within the key's monthly spend limit (if it has one), so the money would not refuse it now; the request's other checks (an edit's source, a card's combination) are made when it is sent */
             200: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -5520,7 +5520,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Events in the order of their transactions (those of one transaction together), kept 30 days. An event appears once its transaction and every older one have committed, so a cursor never misses one. `next_cursor` is the last event's, or `after` again when none came (null when the feed is empty): ask again with it. */
+            /** @description Events in the order of their transactions (those of one transaction together), kept 30 days. An event appears once its transaction and every older one have committed, so a cursor never misses one; two changes of one action may come in the other order (a transaction is ordered by its first write, not its commit): its `seq` says which is later. `next_cursor` is the last event's or, when none came, a later position that skips nothing: ask again with it. */
             200: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -5543,6 +5543,8 @@ export interface operations {
                             job_id?: string | null;
                             /** @description The action's status, or the delivery's outcome */
                             status: string;
+                            /** @description Action and job events: the change's number within its action (the highest is the latest) */
+                            seq?: number;
                             /**
                              * Format: uuid
                              * @description Webhook events: the delivery (`X-Service-Job-Id`)
@@ -5553,7 +5555,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                         }[];
-                        next_cursor: string | null;
+                        next_cursor: string;
                     };
                 };
             };
@@ -6611,7 +6613,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Events in the order of their transactions (those of one transaction together), kept 30 days. An event appears once its transaction and every older one have committed, so a cursor never misses one. `next_cursor` is the last event's, or `after` again when none came (null when the feed is empty): ask again with it. */
+            /** @description Events in the order of their transactions (those of one transaction together), kept 30 days. An event appears once its transaction and every older one have committed, so a cursor never misses one; two changes of one action may come in the other order (a transaction is ordered by its first write, not its commit): its `seq` says which is later. `next_cursor` is the last event's or, when none came, a later position that skips nothing: ask again with it. */
             200: {
                 headers: {
                     /** @description Requests allowed per minute for this key */
@@ -6635,6 +6637,8 @@ export interface operations {
                             phase?: string | null;
                             /** @description The job's status, or the delivery's outcome */
                             status: string;
+                            /** @description Action and job events: the change's number within its action (the highest is the latest) */
+                            seq?: number;
                             /**
                              * Format: uuid
                              * @description Webhook events: the delivery (`X-Service-Job-Id`)
@@ -6645,7 +6649,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                         }[];
-                        next_cursor: string | null;
+                        next_cursor: string;
                     };
                 };
             };
