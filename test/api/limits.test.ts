@@ -60,10 +60,11 @@ describe('request limits', function () {
         [`post ${V1}/generate/photo`]: images(5), [`post ${V1}/generate/card`]: images(6), [`post ${V1}/generate/video`]: images(2),
         [`post ${V1}/edit/{action_id}`]: plain, [`post ${V1}/webhooks`]: plain,
         [`post ${V1}/analyze`]: images(1), [`post ${V1}/wishes/suggest`]: images(5), [`post ${V1}/video/suggest-scenario`]: images(1),
+        [`post ${V1}/quote`]: images(6), // the body of any request it prices, images included (not read)
         [`post ${V2}/jobs/generate`]: images(5), [`post ${V2}/jobs/edit`]: plain,
         [`post ${V1}/funnels`]: images(5), [`post ${V1}/funnels/{funnel_id}/setup`]: images(3), [`post ${V1}/funnels/{funnel_id}/generate`]: plain,
         ...Object.fromEntries(['post /sign-in', 'post /password', 'post /links/redeem', 'post /password-reset', 'post /sign-up', 'post /keys',
-          'patch /keys/{key_id}', 'post /members', 'patch /members/{user_id}', 'post /webhooks', 'patch /webhooks/{webhook_id}',
+          'patch /keys/{key_id}', 'post /keys/{key_id}/spend-limit', 'post /members', 'patch /members/{user_id}', 'post /webhooks', 'patch /webhooks/{webhook_id}',
         ].map((route) => [route.replace(' ', ` ${DASHBOARD_API}`), plain])),
         [`post ${DASHBOARD_API}/try/photo`]: images(5), [`post ${DASHBOARD_API}/try/card`]: images(6), [`post ${DASHBOARD_API}/try/video`]: images(2),
       });
