@@ -1,6 +1,7 @@
 /**
  * The checker every fault scenario ends with: the money and the read models against the ledger and the workflows
- * (no open action without its workflow, no workflow left running for a closed action).
+ * (no open action without its workflow, no workflow left running for a closed action), and each key's monthly
+ * spend against its holds.
  * Answers the violations it found (empty when every invariant holds) and the counts the suite's table shows.
  */
 import { existsSync } from 'node:fs';
@@ -39,6 +40,22 @@ async function orphanWorkflows(temporal: Client, actions: { id: number; status: 
   return found;
 }
 
+/** Each key's monthly spend (`key_spend`) against what it holds or had charged that month (UTC): equal, whatever failed. */
+async function keySpendMismatches(db: DataSource, accountIds: number[]): Promise<string[]> {
+  const rows: { key_id: number; month: string; holds: number; spent: number }[] = await db.query(`
+    WITH holds AS (
+      SELECT key_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month, SUM(amount)::int AS sparks FROM spark_holds
+       WHERE account_id = ANY($1) AND key_id IS NOT NULL AND status IN ('held', 'charged') GROUP BY 1, 2
+    ), spend AS (
+      SELECT s.key_id, s.month, s.sparks FROM key_spend s JOIN api_keys k ON k.id = s.key_id WHERE k.account_id = ANY($1)
+    )
+    SELECT COALESCE(h.key_id, s.key_id) AS key_id, COALESCE(h.month, s.month)::text AS month,
+           COALESCE(h.sparks, 0) AS holds, COALESCE(s.sparks, 0) AS spent
+      FROM holds h FULL JOIN spend s ON s.key_id = h.key_id AND s.month = h.month
+     WHERE COALESCE(h.sparks, 0) <> COALESCE(s.sparks, 0)`, [accountIds]);
+  return rows.map((r) => `key ${r.key_id}: ${r.month} spend ${r.spent}, but its holds held or charged then are ${r.holds}`);
+}
+
 export async function checkInvariants(db: DataSource, temporal: Client, assetsDir: string, accountIds: number[]): Promise<Checked> {
   const violations: string[] = [];
   const accounts = await moneyOf(db, accountIds);
@@ -64,5 +81,6 @@ export async function checkInvariants(db: DataSource, temporal: Client, assetsDi
     if (!open && state.kind === 'running') violations.push(`action ${x.id}: ${x.status}, its workflow still runs`);
   }
   violations.push(...await orphanWorkflows(temporal, actions));
+  violations.push(...await keySpendMismatches(db, accountIds));
   return { violations, doubleCharged };
 }
