@@ -3,6 +3,7 @@ import { createKey, setKeySpendLimit } from '../../src/accounts/accounts';
 import { readPriceList } from '../../src/billing/pricing';
 import { readKeySpend } from '../../src/billing/sparks';
 import { reserveHelperCall } from '../../src/helper-usage/usage';
+import { checkInvariants } from '../faults/invariants';
 import { apiClient, assertMoneyConsistent, jpegBase64, moneyOf, newAccount, V1 } from '../support/fixtures';
 import { Stack, startApiPair, startStack } from '../support/stack';
 
@@ -110,6 +111,15 @@ describe('quotes and monthly spend limits', function () {
         `SELECT COALESCE(SUM(amount), 0)::int AS open FROM spark_holds WHERE key_id = $1 AND status IN ('held', 'charged')`, [keyId]);
       assert.equal((await readKeySpend(stack.db, keyId)).spent, open);
       assert.ok(open <= 30 * price);
+    });
+
+    it('is what the fault suite\'s checker holds it to: a key spend off its holds is a violation', async () => {
+      const { accountId, apiKey, keyId } = await newAccount(stack.db, 100);
+      assert.equal((await apiClient(stack.baseUrl, apiKey)('POST', `${V1}/generate/photo`, photo())).status, 200);
+      const check = () => checkInvariants(stack.db, stack.temporal, '/nonexistent', [accountId]); // no completed action: no asset looked for
+      assert.deepEqual((await check()).violations, []);
+      await stack.db.query('UPDATE key_spend SET sparks = sparks + 1 WHERE key_id = $1', [keyId]);
+      assert.deepEqual((await check()).violations.filter((v) => v.startsWith(`key ${keyId}:`)).length, 1);
     });
 
     it('counts AI helper charges: a paid block of helper calls holds against the key that called', async () => {
