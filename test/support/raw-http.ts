@@ -11,6 +11,8 @@ export interface RawRequest {
   path: string;
   headers?: Record<string, string | number>;
   body?: string | Buffer | Readable;
+  /** An answer of `text/event-stream` (a live-progress stream, which may never end) is answered at its headers. */
+  streamAtHeaders?: boolean;
 }
 
 export interface RawResponse {
@@ -39,6 +41,12 @@ export function rawRequest(baseUrl: string, request: RawRequest): Promise<RawRes
       if (!answered) reject(err);
     });
     req.on('response', (res) => {
+      if (request.streamAtHeaders && String(res.headers['content-type']).startsWith('text/event-stream')) {
+        answered = true;
+        resolve({ status: res.statusCode!, headers: res.headers, text: '' });
+        req.destroy();
+        return;
+      }
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', reject);
