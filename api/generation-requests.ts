@@ -6,7 +6,7 @@
  */
 import type { CardParams, VideoParams } from '../src/actions/params';
 import { submitAction } from '../src/actions/submit';
-import { readPriceList } from '../src/billing/pricing';
+import { priceOf, readPriceList } from '../src/billing/pricing';
 import { AppError, unsupportedParameter } from '../src/errors';
 import type { IdempotencyClaim } from '../src/idempotency/keys';
 import { inputKeys } from '../src/generation/images';
@@ -55,7 +55,7 @@ export function generationRequests(services: Services) {
         creativity: body.style === 'infographic' ? body.creativity : 0, aspectRatio: body.aspect_ratio, locale,
       };
       return submitAction(services, {
-        caller, type: 'generate', product: 'card', price: (await readPriceList(db)).generation, params,
+        caller, type: 'generate', product: 'card', price: priceOf(await readPriceList(db), { product: 'card' }), params,
         inputs: reference ? [...images, reference] : images, idempotency: claim,
         placement: newCard(body, found),
         clientGroupId: body.client_group_id, webhookUrl: body.webhook_url,
@@ -77,7 +77,7 @@ export function generationRequests(services: Services) {
         durationSec: body.duration_sec, loopMode: body.loop_mode, cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
       };
       return submitAction(services, {
-        caller, type: 'video', product: 'video', price: body.duration_sec === 10 ? prices.video_10sec : prices.video_5sec,
+        caller, type: 'video', product: 'video', price: priceOf(prices, { product: 'video', durationSec: body.duration_sec }),
         params, inputs: final ? [image, final] : [image], idempotency: claim,
         placement: {
           kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'video',

@@ -4,7 +4,7 @@
  */
 import type { EditParams } from '../../src/actions/params';
 import { newVersionOf, submitAction } from '../../src/actions/submit';
-import { readPriceList } from '../../src/billing/pricing';
+import { priceOf, readPriceList } from '../../src/billing/pricing';
 import { editableSource } from '../../src/generation/prepare';
 import type { Caller } from '../../src/services';
 import { answerRepeat, idempotencyHeader, send } from '../idempotency';
@@ -43,7 +43,7 @@ export function editRoutes(services: ApiServices): Route[] {
         const source = await editableSource(services, caller, params.action_id);
         const editParams: EditParams = { source: source.assetPath!, instruction: body.instruction };
         const response = await submitAction(services, {
-          caller, type: 'edit', product: 'edit', price: (await readPriceList(db)).improvement, params: editParams,
+          caller, type: 'edit', product: 'edit', price: priceOf(await readPriceList(db), { product: 'edit' }), params: editParams,
           idempotency: claim, webhookUrl: body.webhook_url, clientGroupId: source.clientGroupId ?? undefined,
           placement: newVersionOf(source),
           respond: (placed) => ({

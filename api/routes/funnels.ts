@@ -11,7 +11,7 @@ import { findCategory } from '../../src/generation/catalogue';
 import {
   DEFAULT_FUNNEL_IDLE_TIMEOUT_SECONDS, FUNNEL_REFUSALS, FunnelIdea, FunnelProduct, FunnelRow, FunnelSetup, MAX_FUNNEL_IDEAS,
 } from '../../src/funnels/session';
-import { readPriceList } from '../../src/billing/pricing';
+import { priceOf, readPriceList } from '../../src/billing/pricing';
 import { log } from '../../src/log';
 import type { SurveyQuestion } from '../../src/providers/provider';
 import { FUNNEL_UPDATES } from '../../src/temporal/contract';
@@ -293,7 +293,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
           creativity: style === 'infographic' ? setup?.creativity ?? 0.5 : 0, aspectRatio: setup?.aspect_ratio ?? '3:4', locale: funnel.locale,
         };
         const response = await submitAction(services, {
-          caller, type: 'generate', product: 'card', price: (await readPriceList(db)).generation, params: cardParams, idempotency: claim,
+          caller, type: 'generate', product: 'card', price: priceOf(await readPriceList(db), { product: 'card' }), params: cardParams, idempotency: claim,
           placement: {
             kind: 'new-card', projectId: funnel.project_id, aspectRatio: cardParams.aspectRatio, contentType: 'photo',
             hints: { name: product.product_name, productName: product.product_name, categoryId: product.category_id, conceptId: cardParams.conceptId },

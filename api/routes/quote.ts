@@ -4,7 +4,7 @@
  * `type`; its images may be left out (they do not change the price) and are not read when given.
  */
 import { readBalance, readKeySpend } from '../../src/billing/sparks';
-import { photoPrice, readPriceList } from '../../src/billing/pricing';
+import { priceOf, readPriceList } from '../../src/billing/pricing';
 import type { Caller } from '../../src/services';
 import type { JsonSchema, Route } from '../route';
 import { cardRequestSchema, editRequestSchema, photoRequestSchema, videoRequestSchema } from '../schemas/generate';
@@ -58,11 +58,10 @@ export function quoteRoutes({ db }: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: { type: QuoteType } }) {
         const caller = ctx.state.caller as Caller;
-        const request = BODIES[body.type](body) as { resolution?: string; duration_sec?: number };
+        const request = BODIES[body.type](body) as { resolution: string; duration_sec: number }; // their defaults filled in
         const [prices, balance, spend] = await Promise.all([readPriceList(db), readBalance(db, caller.accountId), readKeySpend(db, caller.keyId)]);
-        const price = body.type === 'photo' ? photoPrice(prices, request.resolution ?? '2K')
-          : body.type === 'video' ? (request.duration_sec === 10 ? prices.video_10sec : prices.video_5sec)
-            : body.type === 'edit' ? prices.improvement : prices.generation;
+        const price = priceOf(prices, body.type === 'photo' ? { product: 'photo', resolution: request.resolution }
+          : body.type === 'video' ? { product: 'video', durationSec: request.duration_sec } : { product: body.type });
         const withinLimit = spend.limit === null || spend.spent + price <= spend.limit;
         ctx.body = { type: body.type, price, available: balance.available, affordable: price <= balance.available && withinLimit };
       },

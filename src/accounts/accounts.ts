@@ -3,7 +3,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager, IsNull } from 'typeorm';
 import { Account, ApiKey } from '../db/entities';
 import { DefaultGrouping } from '../db/entities/api-key';
-import { grantSparks } from '../billing/sparks';
+import { grantSparks, THIS_MONTH } from '../billing/sparks';
 import { sqlRow, sqlRows } from '../db/sql';
 
 export const MAX_ACTIVE_KEYS = 10;
@@ -107,7 +107,7 @@ export async function listKeys(db: DataSource, accountId: number) {
 async function withSpend(db: DataSource, keys: ApiKey[]): Promise<KeyView[]> {
   if (keys.length === 0) return [];
   const rows: { key_id: number; sparks: number }[] = await db.query(
-    `SELECT key_id, sparks FROM key_spend WHERE key_id = ANY($1::int[]) AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+    `SELECT key_id, sparks FROM key_spend WHERE key_id = ANY($1::int[]) AND month = ${THIS_MONTH}`,
     [keys.map((k) => k.id)]);
   const spent = new Map(rows.map((r) => [r.key_id, r.sparks]));
   return keys.map((k) => keyView(k, spent.get(k.id) ?? 0));

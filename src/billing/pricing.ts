@@ -37,6 +37,18 @@ export function readPriceList(db: DataSource, options: { fresh?: boolean } = {})
   return prices;
 }
 
-export function photoPrice(prices: PriceList, resolution: string): number {
-  return prices.generation + (resolution === '4K' ? FOUR_K_SURCHARGE : 0);
+/** What a request holds (and charges if it succeeds): the one rule every accept and every quote prices by. */
+export type Priced =
+  | { product: 'photo'; resolution: string }
+  | { product: 'card' }
+  | { product: 'video'; durationSec: number }
+  | { product: 'edit' };
+
+export function priceOf(prices: PriceList, request: Priced): number {
+  switch (request.product) {
+    case 'photo': return prices.generation + (request.resolution === '4K' ? FOUR_K_SURCHARGE : 0);
+    case 'card': return prices.generation;
+    case 'video': return request.durationSec === 10 ? prices.video_10sec : prices.video_5sec;
+    case 'edit': return prices.improvement;
+  }
 }

@@ -70,9 +70,12 @@ export const SPEND_LIMIT_CONSTRAINT = 'key_spend_within_limit';
 /** A key's monthly spend limit and what it holds or has charged this month (UTC). */
 export interface KeySpend { limit: number | null; spent: number }
 
+/** This calendar month (UTC), as `key_spend.month` names it (its triggers name a hold's month the same way). */
+export const THIS_MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
+
 const KEY_SPEND = prepared('key_spend', `
   SELECT k.monthly_spend_limit AS "limit", COALESCE(s.sparks, 0) AS spent FROM api_keys k
-    LEFT JOIN key_spend s ON s.key_id = k.id AND s.month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
+    LEFT JOIN key_spend s ON s.key_id = k.id AND s.month = ${THIS_MONTH}
    WHERE k.id = $1`);
 
 export async function readKeySpend(db: DataSource, keyId: number): Promise<KeySpend> {

@@ -7,7 +7,7 @@ import { Action } from '../db/entities';
 import type { PhotoParams } from '../actions/params';
 import type { Placement } from '../actions/submit';
 import { requireProvider } from '../providers';
-import { photoPrice, readPriceList } from '../billing/pricing';
+import { priceOf, readPriceList } from '../billing/pricing';
 import { requireOwn } from '../accounts/ownership';
 import { AppError, badRequest, unsupportedParameter } from '../errors';
 import { type Locale, resolveLocale } from '../locale';
@@ -90,7 +90,7 @@ export function generationPreparation(services: Services) {
     const locale = resolveLocale(body.locale, acceptLanguage);
     const images = await readImages(body.images, 'images', caller, 'header');
     const found = await detect(images, locale, body, undefined);
-    const price = photoPrice(await readPriceList(db), body.resolution);
+    const price = priceOf(await readPriceList(db), { product: 'photo', resolution: body.resolution });
     const params: PhotoParams = {
       inputs: inputKeys(images), productName: found.productName, categoryId: found.categoryId,
       conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
