@@ -12,4 +12,6 @@ export interface ActivityDeps {
   outbound: OutboundPolicy;
   secrets: SecretBox;
   webhookRetryInitialMs: number;
+  /** What housekeeping tops each sandbox up to every day (SANDBOX_SPARKS; DEFAULT_SANDBOX_SPARKS when left out). */
+  sandboxSparks?: number;
 }

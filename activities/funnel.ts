@@ -23,7 +23,7 @@ export function createFunnelActivities({ db, store, providers }: ActivityDeps) {
       if (funnel.ideas.length >= position) return funnel.ideas[position - 1];
       let idea;
       try {
-        idea = await providers.text.suggestIdea({
+        idea = await (funnel.sandbox ? providers.sandbox : providers.text).suggestIdea({
           images: await Promise.all(funnel.inputs.map((key) => store.read(key))),
           productName: funnel.product.product_name, categoryId: funnel.product.category_id, qualities: funnel.product.qualities,
           locale: funnel.locale, existingTitles: funnel.ideas.map((i) => i.title),

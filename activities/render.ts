@@ -16,12 +16,16 @@ import { databaseAway } from '../src/db/sql';
 import { isValidAssetKey } from '../src/storage/asset-store';
 import { makeThumbnail, thumbnailKeyOf } from '../src/media/thumbnails';
 import { log } from '../src/log';
-import { JobMove, moveJobRecord } from '../src/jobs/lifecycle';
+import { jobAttempt, JobMove, moveJobRecord } from '../src/jobs/lifecycle';
 import type { ActionEnd } from '../src/actions/lifecycle';
 import {
   completeRendered, forgetProviderTask, markThumbnailed, providerTaskOf, recordedEnd, recordProgress, recordProviderTask, startAction,
 } from '../src/actions/lifecycle';
 import type { ActivityDeps } from './deps';
+import { providersOf } from '../src/providers';
+import type { SandboxScenario } from '../src/providers/sandbox';
+
+type ActionProviders = ReturnType<typeof providersOf>;
 
 /**
  * Runs `work` while heartbeating, so a worker that dies mid-render is noticed within the heartbeat timeout.
@@ -103,8 +107,13 @@ export function progressPercent(fraction: number | undefined): number | null {
 
 export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running'; taskId: string; progress?: number };
 
-/** A renderer loads its inputs, says `started` just before the provider's call, and answers what it rendered. */
-type Renderers = { [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal, started: () => Promise<void>) => Promise<RenderedAsset> };
+/**
+ * A renderer loads its inputs, says `started` just before the provider's call, and answers what it rendered with
+ * the action's providers (`providersOf`: the sandbox renderer's for a test key's action).
+ */
+type Renderers = {
+  [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal, started: () => Promise<void>, with_: ActionProviders) => Promise<RenderedAsset>
+};
 
 export function createGenerateAssetActivities({ db, store, providers, secrets }: ActivityDeps) {
   const read = (key: string) => store.read(key);
@@ -116,26 +125,37 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
   };
 
   /** A provider call, timed into imagery_provider_call_duration_seconds (inputs are read before it starts). */
-  const image = <T>(operation: string, call: () => Promise<T>) => timedProviderCall(providers.image.name, operation, call);
-  const video = <T>(operation: string, call: () => Promise<T>) => timedProviderCall(providers.video.name, operation, call);
+  const timed = <T>(provider: { name: string }, operation: string, call: () => Promise<T>) => timedProviderCall(provider.name, operation, call);
 
   const render: Renderers = {
-    photo: async (p, signal, started) => {
+    photo: async (p, signal, started, { image }) => {
       const images = await loaded(Promise.all(p.inputs.map(read)), started);
-      return image('render_photo', () => providers.image.renderPhoto({ ...p, images }, signal));
+      return timed(image, 'render_photo', () => image.renderPhoto({ ...p, images }, signal));
     },
-    card: async (p, signal, started) => {
+    card: async (p, signal, started, { image }) => {
       const [images, designReference] = await loaded(Promise.all([Promise.all(p.inputs.map(read)), readOptional(p.designReference)]), started);
-      return image('render_card', () => providers.image.renderCard({ ...p, images, designReference }, signal));
+      return timed(image, 'render_card', () => image.renderCard({ ...p, images, designReference }, signal));
     },
-    video: async (p, signal, started) => {
+    video: async (p, signal, started, { video }) => {
       const [input, finalFrame] = await loaded(Promise.all([read(p.input), readOptional(p.finalFrame)]), started);
-      return renderedVideo(await video('start_video', () => providers.video.startVideo({ ...p, image: input, finalFrame }, signal)));
+      return renderedVideo(await timed(video, 'start_video', () => video.startVideo({ ...p, image: input, finalFrame }, signal)));
     },
-    edit: async (p, signal, started) => {
+    edit: async (p, signal, started, { image }) => {
       const source = await loaded(read(p.source), started);
-      return image('render_edit', () => providers.image.renderEdit({ source, instruction: p.instruction }, signal));
+      return timed(image, 'render_edit', () => image.renderEdit({ source, instruction: p.instruction }, signal));
     },
+  };
+
+  /**
+   * The sandbox drill of a test key's action, acted out just before its provider call (nothing for others). The
+   * attempt is the v2 job's (its workflow retries) or the activity's (a v1 action's retry policy).
+   */
+  const drill = async (action: Action, jobId: string | undefined, signal: AbortSignal): Promise<void> => {
+    const sandbox = providersOf(providers, action).drill;
+    const scenario = (action.params as { sandbox_scenario?: SandboxScenario }).sandbox_scenario;
+    if (!sandbox || !scenario) return;
+    const attempt = jobId ? await jobAttempt(db.manager, jobId) : Context.current().info.attempt;
+    await sandbox.drill(scenario, attempt, signal);
   };
 
   /** Moves the job the render belongs to; a job that already ended (cancelled) stops the render here. */
@@ -183,8 +203,12 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
       const renderer = render[action.product] as Renderers['photo'];
       return await heartbeating((async () => {
         await moveJob(jobId, { status: 'running', phase: 'provider_reserved', attempt: true });
-        const started = () => moveJob(jobId, { status: 'running', phase: 'provider_running' });
-        const rendered = await renderer(action.params as never, Context.current().cancellationSignal, started);
+        const signal = Context.current().cancellationSignal;
+        const started = async () => {
+          await moveJob(jobId, { status: 'running', phase: 'provider_running' });
+          await drill(action, jobId, signal);
+        };
+        const rendered = await renderer(action.params as never, signal, started, providersOf(providers, action));
         await moveJob(jobId, { status: 'running', phase: 'finalizing' });
         return storeResult(action.id, rendered, resultName);
       })());
@@ -203,12 +227,16 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
       const action = await loadAction(db.manager, actionId);
       const taskId = action.providerTaskId;
       const signal = Context.current().cancellationSignal;
+      const { video } = providersOf(providers, action);
       try {
         // Heartbeats cover the whole step: a check may take a provider request, a download and a store.
         return await heartbeating((async (): Promise<VideoStep> => {
           const progress = taskId
-            ? await video('check_video', () => providers.video.checkVideo(taskId, signal))
-            : await videoJob(action).then((job) => video('start_video', () => providers.video.startVideo(job, signal)));
+            ? await timed(video, 'check_video', () => video.checkVideo(taskId, signal))
+            : await videoJob(action).then(async (job) => {
+              await drill(action, undefined, signal);
+              return timed(video, 'start_video', () => video.startVideo(job, signal));
+            });
           if (progress.state === 'done') return { state: 'done', assetPath: await storeResult(actionId, progress.asset) };
           if (!taskId) await recordProviderTask(db.manager, actionId, progress.taskId);
           // The provider's percent (Runway's `progress`, 0 to 1) for live progress; a change adds an action event.
@@ -227,7 +255,9 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
     /** Asks the provider to stop the action's task, if it has one (a cancelled action). */
     async cancelVideoRender(actionId: number): Promise<void> {
       const taskId = await providerTaskOf(db.manager, actionId);
-      if (taskId) await video('cancel_video', () => providers.video.cancelVideo(taskId));
+      if (!taskId) return;
+      const { video } = providersOf(providers, await loadAction(db.manager, actionId));
+      await timed(video, 'cancel_video', () => video.cancelVideo(taskId));
     },
 
     /**
@@ -250,7 +280,7 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
       const action = await loadAction(db.manager, actionId);
       if (action.status === 'completed' && action.assetPath) return action.assetPath;
       if (resultName === undefined) return renderAndStore(action, jobId ?? undefined);
-      const release = providers.image.reserveInProcess?.();
+      const release = providersOf(providers, action).image.reserveInProcess?.();
       if (!release) {
         throw ApplicationFailure.create({ type: FAILURE_TYPES.rendererBusy, nonRetryable: true, message: 'every in-process render place is taken: the render takes the queue' });
       }

@@ -13,6 +13,7 @@ import {
 import { OutboundFailed, OutboundRefused } from '../src/net/outbound';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';
+import { DRILL_FAILED_DELIVERY_ATTEMPTS } from '../src/providers/sandbox';
 
 /** Seconds from a Retry-After header (delta seconds or an HTTP date), within reason. */
 function retryAfterMs(header: string | string[] | undefined): number | undefined {
@@ -41,8 +42,14 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
         webhookDeliveries.inc({ outcome: 'skipped' });
         return 'skipped';
       }
-      const payload: WebhookPayload = { action_id: d.action_id, project_id: d.project_id, card_id: d.card_id, type: d.type };
+      const payload: WebhookPayload = { action_id: d.action_id, project_id: d.project_id, card_id: d.card_id, type: d.type, livemode: d.livemode };
       if (d.client_group_id) payload.client_group_id = d.client_group_id;
+      if (d.sandbox_scenario === 'webhook_fail_then_succeed' && d.attempts < DRILL_FAILED_DELIVERY_ATTEMPTS) {
+        // The drill: the first attempts are recorded as the receiver's 500, unsent, and retried as one would be.
+        await recordAttempt(db, deliveryId, 500, 'HTTP 500 (sandbox drill webhook_fail_then_succeed: not sent)');
+        webhookAttempts.inc({ outcome: 'http_error' });
+        throw ApplicationFailure.create({ type: FAILURE_TYPES.webhookUnreachable, message: 'The receiver answered HTTP 500 (sandbox drill)' });
+      }
       const body = JSON.stringify(payload);
       const secret = d.sealed_secret ? secrets.open(d.sealed_secret) : undefined;
       // The contract's X-Service-* headers and, beside them, the Standard Webhooks ones: the delivery id is the message

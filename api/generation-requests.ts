@@ -46,7 +46,7 @@ export function generationRequests(services: Services) {
       const images = await readImages(body.images, 'images', caller, 'header');
       const reference = body.design_reference_image
         ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId, 'header') : undefined;
-      const found = await detect(images, locale, body, body.concept_id, body.user_text === undefined);
+      const found = await detect(caller, images, locale, body, body.concept_id, body.user_text === undefined);
       const params: CardParams = {
         inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0],
         productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,

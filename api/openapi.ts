@@ -4,6 +4,7 @@
 import { MIN_BODY_BYTES_PER_SECOND } from './middleware/body-pace';
 import { bodyLimit, type JsonSchema, type Route, type RouteGroup } from './route';
 import { SHARED_SCHEMAS } from './schemas/shared';
+import { SANDBOX_SCENARIOS } from '../src/providers/sandbox';
 
 /** Rewrites AJV-style `{$ref: 'Name'}` into `#/components/schemas/Name` and drops `$id`. */
 function publish(schema: unknown): unknown {
@@ -60,6 +61,7 @@ function operation(route: Route, group: RouteGroup) {
     };
   }
   if (group.authenticated) {
+    responses['400'] ??= errorResponse('`unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key');
     responses['401'] = errorResponse('Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`)');
     if (route.params) {
       responses['403'] ??= errorResponse('The resource belongs to another account');
@@ -92,11 +94,22 @@ function operation(route: Route, group: RouteGroup) {
       ...parameters('path', route.params),
       ...parameters('query', route.query),
       ...(route.headers ?? []).map((h) => ({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema })),
+      ...(group.authenticated ? [SANDBOX_SCENARIO_PARAMETER] : []),
     ],
     ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: publish(route.body) } } } } : {}),
     responses,
   };
 }
+
+/** Every authenticated operation reads it (src/providers/sandbox, api/middleware/auth.ts). */
+const SANDBOX_SCENARIO_PARAMETER = {
+  name: 'X-Sandbox-Scenario', in: 'header', required: false,
+  description: 'Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; '
+    + '`provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); '
+    + '`slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. '
+    + 'With a live key: 400 `unsupported_parameter`; an unknown value: 422.',
+  schema: { type: 'string', enum: [...SANDBOX_SCENARIOS] },
+};
 
 const TAG_DESCRIPTIONS: Record<string, string> = {
   Information: 'Balance, prices and the category catalogue',
@@ -133,7 +146,7 @@ export function buildOpenApiDocument(allGroups: RouteGroup[], serverUrl: string)
     tags,
     paths,
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key `ak_...`' } },
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key `ak_...` (a sandbox key: `ak_test_...`)' } },
       schemas: Object.fromEntries(Object.entries(SHARED_SCHEMAS).map(([name, schema]) => [name, publish(schema)])),
     },
   };

@@ -14,7 +14,7 @@ import { createApiServer } from '../api/server';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { log } from '../src/log';
-import { createProviders } from '../src/providers';
+import { createProviders, queuedProviders } from '../src/providers';
 import { OutboundPolicy } from '../src/net/outbound';
 import { createAssetStore } from '../src/storage/create-asset-store';
 import { tracing } from '../src/telemetry/spans';
@@ -78,7 +78,7 @@ async function main(mode: Mode): Promise<void> {
   const renders = localRenders(config, mode);
   const providers = createProviders(config, { localMaxConcurrent: renders });
   // Checked before anything starts: a process that takes requests must also run their workflows.
-  const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, [providers.image.name, providers.video.name], { requireMain: mode === 'all' });
+  const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, queuedProviders(providers), { requireMain: mode === 'all' });
   if (queues && !queues.main) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
   // The SDK's runtime is installed before anything uses it, so that its worker metrics are exported (loopback only).
   const sdkMetricsAddress = mode !== 'api' && config.metricsPort !== undefined && config.temporalMetricsPort !== undefined
@@ -109,7 +109,7 @@ async function main(mode: Mode): Promise<void> {
   let workerRuns: Promise<unknown>[] = [];
   let workerRun: Promise<unknown> | undefined;
   if (mode !== 'api') {
-    const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs } };
+    const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs, sandboxSparks: config.sandboxSparks } };
     const { main: servesMain, providers: providerNames } = queues!;
     const connection = workerConnection!; // opened above for every mode but `api`
     if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);

@@ -21,6 +21,7 @@ import { LedgerIndexes1732300000020 } from './1732300000020-LedgerIndexes';
 import { ActionThumbnails1732300000021 } from './1732300000021-ActionThumbnails';
 import { KeySpendLimits1732300000022 } from './1732300000022-KeySpendLimits';
 import { AccountEvents1732300000023 } from './1732300000023-AccountEvents';
+import { SandboxAccounts1732300000024 } from './1732300000024-SandboxAccounts';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -43,4 +44,5 @@ export const migrations = [
   ActionThumbnails1732300000021,
   KeySpendLimits1732300000022,
   AccountEvents1732300000023,
+  SandboxAccounts1732300000024,
 ];

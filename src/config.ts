@@ -6,6 +6,9 @@ import path from 'node:path';
 import { configuredSecret } from './secrets';
 import { MAX_PRESIGN_SECONDS } from './storage/asset-store';
 
+/** SANDBOX_SPARKS when unset: what a sandbox starts with and is topped up to each day (UTC). */
+export const DEFAULT_SANDBOX_SPARKS = 1000;
+
 export interface Config {
   port: number;
   publicBaseUrl: string;
@@ -43,6 +46,10 @@ export interface Config {
   secretsKey: string | undefined;
   /** First retry interval of webhook deliveries (then doubling). */
   webhookRetryInitialMs: number;
+  /** A sandbox's sparks: what it starts with and is topped up to each day (UTC) by housekeeping. */
+  sandboxSparks: number;
+  /** How long a sandbox render with the `slow` drill stays `processing`. */
+  sandboxSlowSeconds: number;
   /** Provider attempts of a v2 job before it ends in `dead_letter`. */
   jobMaxAttempts: number;
   /** First backoff between a v2 job's attempts (then doubling). */
@@ -357,6 +364,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     logLevel: (str('LOG_LEVEL') as Config['logLevel']) ?? 'info',
     ffmpegPath: str('FFMPEG_PATH'),
     secretsKey: secret('SECRETS_KEY'),
+    sandboxSparks: int('SANDBOX_SPARKS', DEFAULT_SANDBOX_SPARKS),
+    sandboxSlowSeconds: within('SANDBOX_SLOW_SECONDS', int('SANDBOX_SLOW_SECONDS', 30), 1, 3600, 'seconds'),
     jobMaxAttempts: int('JOB_MAX_ATTEMPTS', 3),
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),

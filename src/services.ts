@@ -7,15 +7,17 @@ import type { UrlSigner } from './storage/signed-urls';
 import type { OutboundPolicy } from './net/outbound';
 import type { SecretBox } from './secrets';
 import type { DefaultGrouping } from './db/entities/api-key';
+import type { SandboxScenario } from './providers/sandbox';
 
 /** What the use cases of `src/` are given, built once at start by the composition root (`app/main.ts`). */
 export interface Services {
   config: Pick<Config, 'rateLimitPerMinute' | 'taskQueue' | 'publicBaseUrl' | 'webhookRetryInitialMs' | 'jobMaxAttempts' | 'jobRetryBackoffMs'>
     /**
-     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY`, `S3_PRESIGN_SECONDS`, `HTTP_IDLE_TIMEOUT_SECONDS` and the
-     * dashboard's settings (left out: a day, `redirect`, 300, 30 and DEFAULT_DASHBOARD_SETTINGS, as in `loadConfig`).
+     * `FUNNEL_IDLE_TIMEOUT_SECONDS`, `ASSET_DELIVERY`, `S3_PRESIGN_SECONDS`, `HTTP_IDLE_TIMEOUT_SECONDS`, the
+     * dashboard's settings and `SANDBOX_SPARKS` (left out: a day, `redirect`, 300, 30, DEFAULT_DASHBOARD_SETTINGS and
+     * 1,000, as in `loadConfig`).
      */
-    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds' | 'httpIdleTimeoutSeconds' | 'dashboard'>>;
+    & Partial<Pick<Config, 'funnelIdleTimeoutSeconds' | 'assetDelivery' | 's3PresignSeconds' | 'httpIdleTimeoutSeconds' | 'dashboard' | 'sandboxSparks'>>;
   db: DataSource;
   temporal: Client;
   store: AssetStore;
@@ -40,4 +42,9 @@ export interface Caller {
    * stays the guarantee.
    */
   availableOnArrival: number;
+  /**
+   * A test key (`ak_test_`): the account is the sandbox of a live one, and its work runs on the sandbox renderer.
+   * `scenario`: the failure drill its request asked for (`X-Sandbox-Scenario`).
+   */
+  sandbox?: { scenario?: SandboxScenario };
 }

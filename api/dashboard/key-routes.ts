@@ -7,6 +7,7 @@ import {
   accountKey, accountKeys, changeKey, createKey, MAX_ACTIVE_KEYS, revokeAccountKey, setKeySpendLimit, TooManyKeys,
 } from '../../src/accounts/accounts';
 import { notFound, ValidationFailed } from '../../src/errors';
+import { DEFAULT_SANDBOX_SPARKS } from '../../src/config';
 import type { Route } from '../route';
 import type { ApiServices } from '../services';
 import { dashboardRoute } from './session-guard';
@@ -16,11 +17,12 @@ const keyIdPath = { type: 'object', required: ['key_id'], properties: { key_id: 
 const name = { type: 'string', minLength: 1, maxLength: 100 };
 
 export const keySchema = {
-  type: 'object', required: ['id', 'name', 'prefix', 'default_grouping', 'created_at', 'last_used_at', 'revoked_at', 'monthly_spend_limit', 'spent_this_month'],
+  type: 'object', required: ['id', 'name', 'prefix', 'sandbox', 'default_grouping', 'created_at', 'last_used_at', 'revoked_at', 'monthly_spend_limit', 'spent_this_month'],
   properties: {
     id: { type: 'integer' },
     name: { type: 'string' },
     prefix: { type: 'string', description: 'The first 8 characters of the key' },
+    sandbox: { type: 'boolean', description: 'A test key (`ak_test_`): its work runs on the sandbox renderer and uses the sandbox sparks' },
     default_grouping: { type: 'string', enum: GROUPINGS },
     created_at: { type: 'string', format: 'date-time' },
     last_used_at: { type: ['string', 'null'], format: 'date-time', description: 'To the minute' },
@@ -30,7 +32,7 @@ export const keySchema = {
   },
 };
 
-export function keyRoutes({ db }: ApiServices): Route[] {
+export function keyRoutes({ db, config }: ApiServices): Route[] {
   return [
     dashboardRoute({
       method: 'get', path: '/keys', operationId: 'listKeys', access: 'member', summary: 'The account\'s keys, active first, newest first',
@@ -43,7 +45,10 @@ export function keyRoutes({ db }: ApiServices): Route[] {
       method: 'post', path: '/keys', operationId: 'createKey', access: 'member', summary: 'Create a key: its secret is in this answer only',
       body: {
         type: 'object', additionalProperties: false,
-        properties: { name, default_grouping: { type: 'string', enum: GROUPINGS, default: 'api_key_inbox' } },
+        properties: {
+          name, default_grouping: { type: 'string', enum: GROUPINGS, default: 'api_key_inbox' },
+          sandbox: { type: 'boolean', default: false, description: 'A test key (`ak_test_`) of the account\'s sandbox' },
+        },
       },
       responses: {
         201: { description: 'Created', schema: { type: 'object', required: ['key', 'api_key'], properties: { key: keySchema, api_key: { type: 'string', pattern: '^ak_' } } } },
@@ -52,10 +57,11 @@ export function keyRoutes({ db }: ApiServices): Route[] {
       async handle(ctx, { body, user }) {
         let created;
         try {
-          created = await createKey(db, user.accountId, body.name, body.default_grouping);
+          const sandbox = body.sandbox ? { sparks: config.sandboxSparks ?? DEFAULT_SANDBOX_SPARKS } : undefined;
+          created = await createKey(db, user.accountId, body.name, body.default_grouping, { sandbox });
         } catch (err) {
           if (!(err instanceof TooManyKeys)) throw err;
-          throw new ValidationFailed([{ loc: ['body'], msg: `The account already has ${MAX_ACTIVE_KEYS} active keys; revoke one first`, type: 'maxItems' }]);
+          throw new ValidationFailed([{ loc: ['body'], msg: `The account already has ${MAX_ACTIVE_KEYS} active ${body.sandbox ? 'sandbox' : 'live'} keys; revoke one first`, type: 'maxItems' }]);
         }
         ctx.status = 201;
         ctx.body = { key: created.key, api_key: created.apiKey };

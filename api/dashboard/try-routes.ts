@@ -46,7 +46,7 @@ export function tryRoutes(services: ApiServices): Route[] {
       responses: { 200: { description: 'Options' } },
       async handle(ctx, { user }) {
         ctx.body = {
-          keys: (await accountKeys(db, user.accountId)).filter((k) => !k.revoked_at).map(({ id, name, prefix }) => ({ id, name, prefix })),
+          keys: (await accountKeys(db, user.accountId)).filter((k) => !k.revoked_at && !k.sandbox).map(({ id, name, prefix }) => ({ id, name, prefix })),
           categories: CATEGORIES.map(({ id, name }) => ({ id, name })),
         };
       },

@@ -19,6 +19,7 @@ import {
 import type { ApiServices } from '../services';
 import type { Caller } from '../../src/services';
 import { generationPreparation } from '../../src/generation/prepare';
+import { textFor } from '../../src/providers';
 
 /** The longest answers, so that they fit where they are meant to go (a card's user_text, a video's scenario). */
 export const MAX_WISHES_CHARS = 5000;
@@ -47,7 +48,8 @@ export function helperRoutes(services: ApiServices): Route[] {
   const { db, providers } = services;
   const { readImage, readImages } = generationPreparation(services);
 
-  function requireTextProvider(): void {
+  function requireTextProvider(caller: Caller): void {
+    if (caller.sandbox) return; // the sandbox renderer answers test keys
     const reason = providers.unavailable.text;
     if (reason) throw generationUnavailable(`The AI helpers are unavailable: the text provider is not configured (${reason})`);
   }
@@ -89,14 +91,14 @@ export function helperRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: WishesRequest }) {
         const caller = ctx.state.caller as Caller;
-        requireTextProvider();
+        requireTextProvider(caller);
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
         const conceptCategory = categoryOfConcept(body.concept_id);
         if (conceptCategory && conceptCategory.id !== body.category_id) {
           throw badRequest(`concept_id "${body.concept_id}" does not belong to category "${body.category_id}"`);
         }
         const images = await readImages(body.images, 'images', caller);
-        const text = await countedCall(caller, (signal) => providers.text.suggestWishes({
+        const text = await countedCall(caller, (signal) => textFor(providers, caller).suggestWishes({
           images: images.map((i) => i.bytes), categoryId: body.category_id, conceptId: body.concept_id, productName: body.product_name, locale,
         }, signal), MAX_WISHES_CHARS);
         ctx.body = { text };
@@ -117,10 +119,10 @@ export function helperRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: ScenarioRequest }) {
         const caller = ctx.state.caller as Caller;
-        requireTextProvider();
+        requireTextProvider(caller);
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
         const image = await readImage(body.image, 'image', caller.accountId);
-        const scenario = await countedCall(caller, (signal) => providers.text.suggestScenario({
+        const scenario = await countedCall(caller, (signal) => textFor(providers, caller).suggestScenario({
           image: image.bytes, productName: body.product_name, categoryId: body.category_id, locale,
         }, signal), MAX_SCENARIO_CHARS);
         ctx.body = { scenario };

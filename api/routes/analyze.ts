@@ -1,5 +1,5 @@
 /** POST /analyze: category, product name and qualities of a product photo, from the text provider. Free. */
-import { requireProvider } from '../../src/providers';
+import { requireProvider, textFor } from '../../src/providers';
 import { analyzeProduct } from '../../src/generation/ask-text-provider';
 import { imageReader } from '../../src/generation/images';
 import { resolveLocale } from '../../src/locale';
@@ -25,10 +25,10 @@ export function analyzeRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: AnalyzeRequest }) {
         const caller = ctx.state.caller as Caller;
-        requireProvider(services, 'text');
+        requireProvider(services, 'text', caller);
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
         const image = await readImage(body.image, 'image', caller.accountId);
-        ctx.body = await analyzeProduct(services.providers, [image.bytes], locale);
+        ctx.body = await analyzeProduct(textFor(services.providers, caller), [image.bytes], locale);
       },
     },
   ];

@@ -18,7 +18,7 @@ import { FUNNEL_UPDATES } from '../../src/temporal/contract';
 import { startFunnelWorkflow } from '../../src/temporal/starts';
 import { askFunnel } from '../../src/funnels/steps';
 import { submitAction } from '../../src/actions/submit';
-import { requireProvider } from '../../src/providers';
+import { requireProvider, textFor } from '../../src/providers';
 import { send, idempotencyHeader, answerRepeat } from '../idempotency';
 import { analyzeProduct, askTextProvider } from '../../src/generation/ask-text-provider';
 import { AppError, forbidden, generationUnavailable, notFound, unsupportedParameter } from '../../src/errors';
@@ -101,8 +101,8 @@ export function funnelRoutes(services: ApiServices): Route[] {
   const reread = async (id: number, caller: Caller) => view(await ownFunnel(id, caller));
 
   /** The survey questions, held to the contract whatever the provider said (else 500 `analysis_failed`). */
-  async function surveyQuestions(images: Buffer[], product: FunnelProduct, locale: FunnelRow['locale']): Promise<SurveyQuestion[]> {
-    const questions = await askTextProvider('analysis_failed', (signal) => providers.text.surveyQuestions({
+  async function surveyQuestions(caller: Caller, images: Buffer[], product: FunnelProduct, locale: FunnelRow['locale']): Promise<SurveyQuestion[]> {
+    const questions = await askTextProvider('analysis_failed', (signal) => textFor(providers, caller).surveyQuestions({
       images, productName: product.product_name, categoryId: product.category_id, qualities: product.qualities, locale,
     }, signal));
     const ids = new Set((questions ?? []).map((q) => q?.id));
@@ -146,11 +146,11 @@ export function funnelRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: StartFunnelRequest }) {
         const caller = ctx.state.caller as Caller;
-        requireProvider(services, 'text');
+        requireProvider(services, 'text', caller);
         const locale = resolveLocale(body.locale, ctx.get('Accept-Language'));
         const images = await readImages(body.images, 'images', caller);
         const bytes = images.map((i) => i.bytes);
-        const analysis = await analyzeProduct(providers, bytes, locale);
+        const analysis = await analyzeProduct(textFor(providers, caller), bytes, locale);
         const categoryId = body.category_id ?? analysis.category_id;
         const product: FunnelProduct = {
           category_id: categoryId,
@@ -158,7 +158,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
           product_name: body.product_name ?? analysis.product_name,
           qualities: analysis.qualities,
         };
-        const questions = await surveyQuestions(bytes, product, locale);
+        const questions = await surveyQuestions(caller, bytes, product, locale);
         const funnelId = await db.transaction(async (m) => {
           const projectId = await insertProject(m, caller, {
             name: product.product_name, productName: product.product_name, categoryId, conceptId: null,
@@ -202,7 +202,7 @@ export function funnelRoutes(services: ApiServices): Route[] {
       async handle(ctx, { params }) {
         const funnel = await ownFunnel(params.funnel_id, ctx.state.caller);
         beforeCard(funnel);
-        requireProvider(services, 'text');
+        requireProvider(services, 'text', ctx.state.caller);
         const idea = await askFunnel(temporal, funnel.id, FUNNEL_UPDATES.addIdea, []);
         ctx.body = { funnel_id: funnel.id, idea, ideas_count: Number(idea.id.slice('idea_'.length)), max_ideas: MAX_FUNNEL_IDEAS };
       },

@@ -1,7 +1,7 @@
 /**
  * The operator CLI (there is no key-management endpoint):
  *   account:create --name NAME --sparks N [--json]
- *   key:create --account ID [--name NAME] [--grouping api_key_inbox|legacy_per_request] [--json]
+ *   key:create --account ID [--name NAME] [--grouping api_key_inbox|legacy_per_request] [--sandbox] [--json]
  *   key:revoke --key-id ID
  *   key:set --key-id ID --monthly-spend-limit N|none
  *   key:list --account ID [--json]
@@ -23,7 +23,7 @@ import { inviteUser, isEmail, ROLES, type Role, UnknownAccount } from '../../src
 
 const USAGE = `usage: npm run --silent admin -- <command> [options]
   account:create --name NAME --sparks N [--json]
-  key:create --account ID [--name NAME] [--grouping api_key_inbox|legacy_per_request] [--json]
+  key:create --account ID [--name NAME] [--grouping api_key_inbox|legacy_per_request] [--sandbox] [--json]
   key:revoke --key-id ID
   key:set --key-id ID --monthly-spend-limit N|none
   key:list --account ID [--json]
@@ -64,8 +64,10 @@ async function run(db: DataSource, command: string, o: Record<string, string | b
       if (grouping !== 'api_key_inbox' && grouping !== 'legacy_per_request') {
         throw new UsageError('--grouping must be api_key_inbox or legacy_per_request');
       }
-      const key = await createKey(db, count(str('account'), '--account')!, str('name'), grouping);
-      return { json: { api_key: key.apiKey, key_id: key.keyId }, text: `key ${key.keyId} created\nAPI key (shown once): ${key.apiKey}` };
+      const sandbox = o.sandbox ? { sparks: loadConfig().sandboxSparks } : undefined;
+      const key = await createKey(db, count(str('account'), '--account')!, str('name'), grouping, { sandbox });
+      const kind = sandbox ? 'sandbox key' : 'key';
+      return { json: { api_key: key.apiKey, key_id: key.keyId }, text: `${kind} ${key.keyId} created\nAPI key (shown once): ${key.apiKey}` };
     }
     case 'key:revoke': {
       const keyId = count(str('key-id'), '--key-id')!;
@@ -137,7 +139,7 @@ async function main(): Promise<number> {
       options: {
         name: { type: 'string' }, sparks: { type: 'string' }, account: { type: 'string' }, grouping: { type: 'string' },
         'key-id': { type: 'string' }, amount: { type: 'string' }, generation: { type: 'string' }, improvement: { type: 'string' },
-        'video-5sec': { type: 'string' }, 'video-10sec': { type: 'string' }, json: { type: 'boolean' },
+        'video-5sec': { type: 'string' }, 'video-10sec': { type: 'string' }, json: { type: 'boolean' }, sandbox: { type: 'boolean' },
         email: { type: 'string' }, role: { type: 'string' }, 'monthly-spend-limit': { type: 'string' },
       },
     }));

@@ -12,11 +12,17 @@ export const MAX_ACTIVE_KEYS = 10;
  * streams (api/live/action-event-hub.ts); its next request is refused anyway, as every request looks its key up.
  */
 export const KEY_REVOKED_CHANNEL = 'api_key_revoked';
+/** A sandbox (test) key's secret starts with this; no live key does (`_` is not in KEY_ALPHABET). */
+export const SANDBOX_KEY_PREFIX = 'ak_test_';
+/** The accounts whose keys the dashboard of account $n lists: the account and its sandbox. */
+const accountOrSandbox = (n: number) => `account_id IN (SELECT id FROM accounts WHERE id = $${n} OR sandbox_of = $${n})`;
+/** accountOrSandbox for a query builder of keys `k`, the account as `:accountId`. */
+const KEY_OF_ACCOUNT_OR_SANDBOX = 'k.accountId IN (SELECT a.id FROM accounts a WHERE a.id = :accountId OR a.sandbox_of = :accountId)';
 /** Revokes the key of $1 (and of account $2 when given), announcing it on KEY_REVOKED_CHANNEL; answers its id if it was active. */
 const REVOKE_KEY = `
   WITH revoked AS (
     UPDATE api_keys SET revoked_at = now(), updated_at = now()
-     WHERE id = $1 AND ($2::int IS NULL OR account_id = $2) AND revoked_at IS NULL
+     WHERE id = $1 AND ($2::int IS NULL OR ${accountOrSandbox(2)}) AND revoked_at IS NULL
     RETURNING id
   )
   SELECT id, pg_notify('${KEY_REVOKED_CHANNEL}', id::text) FROM revoked`;
@@ -30,15 +36,20 @@ export function hashApiKey(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-/** `ak_` + 40 characters from a 62-letter alphabet (about 238 bits), drawn without modulo bias. */
-export function generateApiKey(): string {
+export const isSandboxKey = (secretOrPrefix: string): boolean => secretOrPrefix.startsWith(SANDBOX_KEY_PREFIX);
+
+/**
+ * `ak_` (a sandbox key: `ak_test_`) + 40 characters from a 62-letter alphabet (about 238 bits), drawn without
+ * modulo bias.
+ */
+export function generateApiKey(sandbox = false): string {
   let body = '';
   while (body.length < 40) {
     for (const byte of randomBytes(64)) {
       if (byte < 248 && body.length < 40) body += KEY_ALPHABET[byte % 62];
     }
   }
-  return `ak_${body}`;
+  return `${sandbox ? SANDBOX_KEY_PREFIX : 'ak_'}${body}`;
 }
 
 export interface CreatedKey { keyId: number; apiKey: string; key: KeyView }
@@ -67,21 +78,63 @@ export async function lockAccount(m: EntityManager, accountId: number): Promise<
   return Boolean(await sqlRow(m, 'SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]));
 }
 
+/** A test key's account: `sparks` are what a new sandbox is granted (SANDBOX_SPARKS). */
+export interface SandboxChoice { sparks: number }
+
+/**
+ * A new key of the account; with `sandbox`, a test key (`ak_test_`) of the account's sandbox, which is made (and
+ * granted `sandbox.sparks`) with its first key. The live account and its sandbox have MAX_ACTIVE_KEYS each.
+ */
 export async function createKey(
-  db: DataSource, accountId: number, name: string | undefined, grouping: DefaultGrouping,
+  db: DataSource, accountId: number, name: string | undefined, grouping: DefaultGrouping, options: { sandbox?: SandboxChoice } = {},
 ): Promise<CreatedKey> {
   return db.transaction(async (m) => {
-    if (!(await lockAccount(m, accountId))) throw new OperatorError(`account ${accountId} not found`);
-    const active = await m.countBy(ApiKey, { accountId, revokedAt: IsNull() });
-    if (active >= MAX_ACTIVE_KEYS) throw new TooManyKeys(`account ${accountId} already has ${MAX_ACTIVE_KEYS} active keys`);
-    return insertKey(m.getRepository(ApiKey), accountId, name ?? `key ${active + 1}`, grouping);
+    const account = await sqlRow<{ sandbox_of: number | null }>(m, 'SELECT sandbox_of FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    if (!account) throw new OperatorError(`account ${accountId} not found`);
+    if (account.sandbox_of !== null) throw new OperatorError(`account ${accountId} is the sandbox of account ${account.sandbox_of}: make its keys there`);
+    const owner = options.sandbox ? await sandboxOf(m, accountId, options.sandbox.sparks) : accountId;
+    const active = await m.countBy(ApiKey, { accountId: owner, revokedAt: IsNull() });
+    if (active >= MAX_ACTIVE_KEYS) {
+      throw new TooManyKeys(`account ${accountId} already has ${MAX_ACTIVE_KEYS} active ${options.sandbox ? 'sandbox' : 'live'} keys`);
+    }
+    const label = options.sandbox ? 'test key' : 'key';
+    return insertKey(m.getRepository(ApiKey), owner, name ?? `${label} ${active + 1}`, grouping, Boolean(options.sandbox));
   });
 }
 
+/** The sandbox account of (locked) account `accountId`, made with `sparks` granted when it has none yet. */
+async function sandboxOf(m: EntityManager, accountId: number, sparks: number): Promise<number> {
+  const found = await sqlRow<{ id: number }>(m, 'SELECT id FROM accounts WHERE sandbox_of = $1', [accountId]);
+  if (found) return found.id;
+  const created = await sqlRow<{ id: number }>(m,
+    `INSERT INTO accounts (name, balance, held, sandbox_of) SELECT name || ' (sandbox)', 0, 0, id FROM accounts WHERE id = $1 RETURNING id`, [accountId]);
+  if (sparks > 0) await grantSparks(m, created!.id, sparks, `grant:sandbox-create:${created!.id}`);
+  return created!.id;
+}
+
+/**
+ * Tops every sandbox's balance up to `sparks`, once per UTC day (the grant's reference names the day, so a second
+ * run that day grants nothing); answers how many were topped up. Housekeeping runs it.
+ */
+export async function topUpSandboxes(db: DataSource, sparks: number): Promise<number> {
+  const low = await sqlRows<{ id: number; balance: number; day: string }>(db.manager,
+    `SELECT id, balance, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM accounts WHERE sandbox_of IS NOT NULL AND balance < $1`, [sparks]);
+  let toppedUp = 0;
+  for (const { id, day } of low) {
+    const granted = await db.transaction(async (m) => {
+      const account = await sqlRow<{ balance: number }>(m, 'SELECT balance FROM accounts WHERE id = $1 FOR UPDATE', [id]);
+      if (!account || account.balance >= sparks) return false;
+      return grantSparks(m, id, sparks - account.balance, `grant:sandbox-top-up:${id}:${day}`); // false: topped up today already
+    });
+    if (granted) toppedUp++;
+  }
+  return toppedUp;
+}
+
 async function insertKey(
-  repo: import('typeorm').Repository<ApiKey>, accountId: number, name: string, grouping: DefaultGrouping,
+  repo: import('typeorm').Repository<ApiKey>, accountId: number, name: string, grouping: DefaultGrouping, sandbox = false,
 ): Promise<CreatedKey> {
-  const apiKey = generateApiKey();
+  const apiKey = generateApiKey(sandbox);
   const row = await repo.save(repo.create({
     accountId, name, keyHash: hashApiKey(apiKey), prefix: apiKey.slice(0, 8), defaultGrouping: grouping, revokedAt: null, lastUsedAt: null,
   }));
@@ -98,9 +151,10 @@ export async function revokeKey(db: DataSource, keyId: number): Promise<void> {
 
 /** The account's keys for the operator's `key:list`, oldest first. */
 export async function listKeys(db: DataSource, accountId: number) {
-  const keys = await withSpend(db, await db.getRepository(ApiKey).find({ where: { accountId }, order: { id: 'ASC' } }));
-  return keys.map(({ id, created_at, prefix, name, default_grouping, revoked_at, monthly_spend_limit, spent_this_month }) =>
-    ({ key_id: id, name, prefix, default_grouping, created_at, revoked_at, monthly_spend_limit, spent_this_month }));
+  const keys = await withSpend(db, await db.getRepository(ApiKey).createQueryBuilder('k').where(KEY_OF_ACCOUNT_OR_SANDBOX, { accountId })
+    .orderBy('k.id', 'ASC').getMany());
+  return keys.map(({ id, created_at, prefix, name, sandbox, default_grouping, revoked_at, monthly_spend_limit, spent_this_month }) =>
+    ({ key_id: id, name, prefix, sandbox, default_grouping, created_at, revoked_at, monthly_spend_limit, spent_this_month }));
 }
 
 /** What each key holds or has charged this calendar month (UTC), beside the key. */
@@ -119,7 +173,7 @@ async function withSpend(db: DataSource, keys: ApiKey[]): Promise<KeyView[]> {
  */
 export async function setKeySpendLimit(db: DataSource, keyId: number, limit: number | null, accountId?: number): Promise<boolean> {
   const updated = await sqlRow(db.manager,
-    `UPDATE api_keys SET monthly_spend_limit = $2, updated_at = now() WHERE id = $1 AND ($3::int IS NULL OR account_id = $3) RETURNING id`,
+    `UPDATE api_keys SET monthly_spend_limit = $2, updated_at = now() WHERE id = $1 AND ($3::int IS NULL OR ${accountOrSandbox(3)}) RETURNING id`,
     [keyId, limit, accountId ?? null]);
   return updated !== undefined;
 }
@@ -129,6 +183,8 @@ export interface KeyView {
   id: number;
   name: string;
   prefix: string;
+  /** A test key (`ak_test_`): its work runs on the sandbox renderer and uses the account's sandbox sparks. */
+  sandbox: boolean;
   default_grouping: DefaultGrouping;
   created_at: string;
   last_used_at: string | null;
@@ -140,20 +196,21 @@ export interface KeyView {
 }
 
 export const keyView = (k: ApiKey, spentThisMonth = 0): KeyView => ({
-  id: k.id, name: k.name, prefix: k.prefix, default_grouping: k.defaultGrouping, created_at: k.createdAt.toISOString(),
+  id: k.id, name: k.name, prefix: k.prefix, sandbox: isSandboxKey(k.prefix), default_grouping: k.defaultGrouping, created_at: k.createdAt.toISOString(),
   last_used_at: k.lastUsedAt?.toISOString() ?? null, revoked_at: k.revokedAt?.toISOString() ?? null,
   monthly_spend_limit: k.monthlySpendLimit, spent_this_month: spentThisMonth,
 });
 
-/** The account's keys, active first, newest first. */
+/** The account's keys (its sandbox's test keys among them), active first, newest first. */
 export async function accountKeys(db: DataSource, accountId: number): Promise<KeyView[]> {
-  const keys = await db.getRepository(ApiKey).createQueryBuilder('k').where('k.accountId = :accountId', { accountId })
+  const keys = await db.getRepository(ApiKey).createQueryBuilder('k').where(KEY_OF_ACCOUNT_OR_SANDBOX, { accountId })
     .orderBy('k.revokedAt IS NOT NULL').addOrderBy('k.createdAt', 'DESC').addOrderBy('k.id', 'DESC').getMany();
   return withSpend(db, keys);
 }
 
 export async function accountKey(db: DataSource, accountId: number, keyId: number): Promise<KeyView | undefined> {
-  const key = await db.getRepository(ApiKey).findOneBy({ id: keyId, accountId });
+  const key = await db.getRepository(ApiKey).createQueryBuilder('k').where('k.id = :keyId', { keyId })
+    .andWhere(KEY_OF_ACCOUNT_OR_SANDBOX, { accountId }).getOne();
   return key ? (await withSpend(db, [key]))[0] : undefined;
 }
 
@@ -163,7 +220,7 @@ export async function changeKey(
 ): Promise<KeyView | undefined> {
   await db.query(`
     UPDATE api_keys SET name = coalesce($3, name), default_grouping = coalesce($4, default_grouping), updated_at = now()
-     WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL`, [keyId, accountId, change.name ?? null, change.defaultGrouping ?? null]);
+     WHERE id = $1 AND ${accountOrSandbox(2)} AND revoked_at IS NULL`, [keyId, accountId, change.name ?? null, change.defaultGrouping ?? null]);
   return accountKey(db, accountId, keyId);
 }
 

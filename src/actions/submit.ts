@@ -58,13 +58,19 @@ export interface NewAction<R> {
 
 export interface PlacedAction { actionId: number; projectId: number; cardId: number }
 
-/** The provider that serves this product, and where its calls run (a test's stack routes its starts alike). */
-export function routeFor(providers: Services['providers'], taskQueue: string, product: ActionProduct): { name: string; route: ProviderRoute } {
+/**
+ * The provider that serves this product, and where its calls run (a test's stack routes its starts alike); a test
+ * key's work is the sandbox renderer's.
+ */
+export function routeFor(
+  providers: Services['providers'], taskQueue: string, product: ActionProduct, caller: { sandbox?: object } = {},
+): { name: string; route: ProviderRoute } {
+  const chosen = caller.sandbox ? { image: providers.sandbox, video: providers.sandbox } : providers;
   if (product === 'video') {
-    const { name, pollIntervalSeconds } = providers.video;
+    const { name, pollIntervalSeconds } = chosen.video;
     return { name, route: { taskQueue: providerTaskQueue(taskQueue, name), pollSeconds: pollIntervalSeconds } };
   }
-  const { name, inProcess } = providers.image;
+  const { name, inProcess } = chosen.image;
   return { name, route: { taskQueue: providerTaskQueue(taskQueue, name), ...(inProcess ? { inline: true as const } : {}) } };
 }
 
@@ -102,7 +108,7 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
     const { available } = await readBalance(db, spec.caller.accountId);
     if (spec.price > available) throw insufficientTokens(available, spec.price);
   }
-  const provider = routeFor(services.providers, config.taskQueue, spec.product);
+  const provider = routeFor(services.providers, config.taskQueue, spec.product, spec.caller);
   const where = await choosePlace(services, spec);
   const placed: PlacedAction = { actionId: where.actionId, projectId: where.project.id, cardId: where.card.id };
   const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
@@ -114,7 +120,7 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
   parts.with('card', cardPart(parts, accountId, where.card));
   parts.with('action', actionPart(parts, {
     id: placed.actionId, accountId, type: spec.type, product: spec.product, depth: where.depth, parentActionId: where.parentActionId,
-    price: spec.price, params: spec.params, clientGroupId: spec.clientGroupId ?? null, webhookUrl: spec.webhookUrl ?? null, provider: provider.name,
+    price: spec.price, params: withDrill(spec.params, spec.caller), clientGroupId: spec.clientGroupId ?? null, webhookUrl: spec.webhookUrl ?? null, provider: provider.name,
   }));
   parts.with('hold', holdPart(parts, accountId, spec.caller.keyId, spec.price));
   if (spec.job) parts.with('job', jobPart(parts, { id: spec.job.id, accountId, type: spec.job.type, provider: provider.name }));
@@ -171,12 +177,16 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
 /** A start slower than this (from the commit) is confirmed before it is answered: well under the reconciler's 30 s grace for starts. */
 const SLOW_START_MS = 10_000;
 
+/** The action's params, with the sandbox drill its request asked for (read by the sandbox renderer and the webhook delivery). */
+const withDrill = (params: object, caller: Caller): object =>
+  (caller.sandbox?.scenario ? { ...params, sandbox_scenario: caller.sandbox.scenario } : params);
+
 /** A short name for an accept statement's shape (a prepared statement per shape: claim or not, new or existing rows, job or not). */
 const shapeOf = (text: string): string => createHash('sha1').update(text).digest('hex').slice(0, 12);
 
 /** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
 export async function submitAction<R>(services: Services, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
-  requireProvider(services, spec.product === 'video' ? 'video' : 'image');
+  requireProvider(services, spec.product === 'video' ? 'video' : 'image', spec.caller);
   if (spec.webhookUrl) await checkWebhookUrl(services.outbound, spec.webhookUrl, 'webhook_url');
   for (let round = 0; ; round++) {
     try {

@@ -56,6 +56,8 @@ export const ideaId = (position: number): string => `idea_${position}`;
 /** One row of `funnels` as the API and the activities read it. */
 export interface FunnelRow {
   id: number;
+  /** The session of a test key, whose text helpers are the sandbox renderer's (read by `readFunnel` only). */
+  sandbox?: boolean;
   account_id: number;
   project_id: number;
   status: FunnelStatus;

@@ -9,7 +9,8 @@ import { FUNNEL_COLUMNS, type FunnelIdea, type FunnelRow, type FunnelSetup } fro
 
 /** A session by id (every column the API and the activities use), or undefined. */
 export async function readFunnel(m: EntityManager, funnelId: number): Promise<FunnelRow | undefined> {
-  const [row] = await m.query(`SELECT ${FUNNEL_COLUMNS} FROM funnels WHERE id = $1`, [funnelId]);
+  const [row] = await m.query(
+    `SELECT ${FUNNEL_COLUMNS}, (SELECT sandbox_of IS NOT NULL FROM accounts WHERE id = account_id) AS sandbox FROM funnels WHERE id = $1`, [funnelId]);
   return row;
 }
 

@@ -3,9 +3,8 @@
  * a helper call's reservation) always ends, and any failure answered as 500 with the endpoint's `*_failed` code.
  */
 import { findCategory } from './catalogue';
-import type { Providers } from '../providers';
 import type { Locale } from '../locale';
-import { ProductAnalysis, ProviderError } from '../providers/provider';
+import { ProductAnalysis, ProviderError, type TextProvider } from '../providers/provider';
 import { log } from '../log';
 import { AppError } from '../errors';
 
@@ -39,8 +38,8 @@ export function textProviderFailed(failedCode: string, err: unknown): AppError {
  * The product analysis of `/analyze` and of generation requests that leave fields out, held to the contract
  * whatever the provider said: a catalogue category, a name, a list of qualities (else 500 `analysis_failed`).
  */
-export async function analyzeProduct(providers: Pick<Providers, 'text'>, images: Buffer[], locale: Locale): Promise<ProductAnalysis> {
-  const analysis = await askTextProvider('analysis_failed', (signal) => providers.text.analyze(images, locale, signal));
+export async function analyzeProduct(text: TextProvider, images: Buffer[], locale: Locale): Promise<ProductAnalysis> {
+  const analysis = await askTextProvider('analysis_failed', (signal) => text.analyze(images, locale, signal));
   const { category_id: categoryId, product_name: productName, qualities } = analysis ?? {};
   if (!findCategory(categoryId) || typeof productName !== 'string' || !productName.trim()
     || !Array.isArray(qualities) || !qualities.every((q) => typeof q === 'string')) {

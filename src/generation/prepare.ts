@@ -6,7 +6,7 @@
 import { Action } from '../db/entities';
 import type { PhotoParams } from '../actions/params';
 import type { Placement } from '../actions/submit';
-import { requireProvider } from '../providers';
+import { requireProvider, textFor } from '../providers';
 import { priceOf, readPriceList } from '../billing/pricing';
 import { requireOwn } from '../accounts/ownership';
 import { AppError, badRequest, unsupportedParameter } from '../errors';
@@ -50,7 +50,7 @@ export function generationPreparation(services: Services) {
    * qualities too.
    */
   async function detect(
-    images: CheckedImage[], locale: Locale,
+    caller: Caller, images: CheckedImage[], locale: Locale,
     sent: { category_id?: string; concept_id?: string; product_name?: string }, defaultConcept: string | undefined, needQualities = false,
   ): Promise<Detected> {
     let categoryId = sent.category_id ?? (sent.concept_id ? categoryOfConcept(sent.concept_id)?.id : undefined);
@@ -58,9 +58,9 @@ export function generationPreparation(services: Services) {
     let qualities: string[] | undefined;
     let detected = false;
     if (!categoryId || !productName || needQualities) {
-      requireProvider(services, 'text');
+      requireProvider(services, 'text', caller);
       await decodeUnread(images, 'images');
-      const analysis = await analyzeProduct(providers, images.map((i) => i.bytes), locale);
+      const analysis = await analyzeProduct(textFor(providers, caller), images.map((i) => i.bytes), locale);
       qualities = analysis.qualities;
       if (!categoryId) [categoryId, detected] = [analysis.category_id, true];
       if (!productName) [productName, detected] = [analysis.product_name, true];
@@ -89,7 +89,7 @@ export function generationPreparation(services: Services) {
   async function preparePhoto(body: PhotoOrder, caller: Caller, acceptLanguage: string | undefined) {
     const locale = resolveLocale(body.locale, acceptLanguage);
     const images = await readImages(body.images, 'images', caller, 'header');
-    const found = await detect(images, locale, body, undefined);
+    const found = await detect(caller, images, locale, body, undefined);
     const price = priceOf(await readPriceList(db), { product: 'photo', resolution: body.resolution });
     const params: PhotoParams = {
       inputs: inputKeys(images), productName: found.productName, categoryId: found.categoryId,

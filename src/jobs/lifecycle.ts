@@ -87,6 +87,11 @@ export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMo
   return Boolean(moved);
 }
 
+/** The job's provider attempts so far (the running one included). */
+export async function jobAttempt(m: EntityManager, jobId: string): Promise<number> {
+  return (await sqlRow<{ attempts: number }>(m, 'SELECT attempts FROM jobs WHERE id = $1', [jobId]))?.attempts ?? 1;
+}
+
 /** Whether the job has ended (succeeded, failed, dead-lettered or cancelled). */
 export async function jobHasEnded(m: EntityManager, jobId: string): Promise<boolean> {
   const row = await sqlRow(m, 'SELECT status FROM jobs WHERE id = $1', [jobId]);

@@ -13,6 +13,7 @@ import {
   ImageProvider, ProviderError, TextProvider, VideoProvider,
 } from './provider';
 import { RunwayProvider } from './runway';
+import { SANDBOX_PROVIDER, SandboxRenderer } from './sandbox';
 
 export type Capability = 'image' | 'text' | 'video';
 
@@ -20,13 +21,38 @@ export interface Providers {
   image: ImageProvider;
   text: TextProvider;
   video: VideoProvider;
+  /** Serves test keys' work, whatever the others are (src/providers/sandbox). */
+  sandbox: SandboxRenderer;
   /** Why a capability cannot be served (its provider's key is missing), if it cannot. */
   unavailable: Partial<Record<Capability, string>>;
 }
 
-/** One provider doing everything (the local renderer, or a test's scripted provider). */
-export function allFrom(provider: ImageProvider & TextProvider & VideoProvider): Providers {
-  return { image: provider, text: provider, video: provider, unavailable: {} };
+/** How long the `slow` drill waits by default (SANDBOX_SLOW_SECONDS). */
+const DEFAULT_SANDBOX_SLOW_MS = 30_000;
+
+/**
+ * One provider doing everything (the local renderer, or a test's scripted provider); test keys' work goes to
+ * `sandbox`, by default the sandbox renderer over a local renderer of its own.
+ */
+export function allFrom(provider: ImageProvider & TextProvider & VideoProvider, sandbox?: SandboxRenderer): Providers {
+  const local = provider instanceof LocalRenderer ? provider : new LocalRenderer();
+  return { image: provider, text: provider, video: provider, sandbox: sandbox ?? new SandboxRenderer(local, { slowMs: DEFAULT_SANDBOX_SLOW_MS }), unavailable: {} };
+}
+
+/** The providers whose task queues workers serve: the image and video providers' and the sandbox's. */
+export function queuedProviders(providers: Providers): string[] {
+  return [...new Set([providers.image.name, providers.video.name, providers.sandbox.name])];
+}
+
+/** The text provider of a caller: test keys' helpers are the sandbox renderer's. */
+export function textFor(providers: Providers, caller: { sandbox?: object }): TextProvider {
+  return caller.sandbox ? providers.sandbox : providers.text;
+}
+
+/** The image and video providers of an action, by the provider recorded when it was accepted. */
+export function providersOf(providers: Providers, action: { provider: string | null }): { image: ImageProvider; video: VideoProvider; drill?: SandboxRenderer } {
+  if (action.provider === SANDBOX_PROVIDER) return { image: providers.sandbox, video: providers.sandbox, drill: providers.sandbox };
+  return providers;
 }
 
 /** A selected provider that cannot be used: every call is refused for good, with the reason. */
@@ -56,7 +82,7 @@ export class UnconfiguredProvider implements ImageProvider, TextProvider, VideoP
 }
 
 export type ProviderConfig = Pick<Config,
-  | 'imageProvider' | 'textProvider' | 'videoProvider' | 'localRendererDelayMs' | 'localRendererCost' | 'ffmpegPath' | 'outboundAllowCidrs'
+  | 'imageProvider' | 'textProvider' | 'videoProvider' | 'sandboxSlowSeconds' | 'localRendererDelayMs' | 'localRendererCost' | 'ffmpegPath' | 'outboundAllowCidrs'
   | 'geminiApiKey' | 'geminiBaseUrl' | 'geminiImageModel' | 'geminiTextModel' | 'geminiTimeoutMs'
   | 'runwayApiKey' | 'runwayBaseUrl' | 'runwayVideoModel' | 'runwayPollIntervalSeconds' | 'runwayTimeoutMs' | 'providerLimits'>;
 
@@ -81,10 +107,11 @@ function runway(config: ProviderConfig): RunwayProvider | string {
 
 /** `localMaxConcurrent`: the local renderer's renders at once in this process (its queue's cap by default). */
 export function createProviders(config: ProviderConfig, options: { localMaxConcurrent?: number } = {}): Providers {
-  const providers = allFrom(new LocalRenderer({
+  const local = new LocalRenderer({
     delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath, cost: config.localRendererCost,
     maxConcurrent: options.localMaxConcurrent ?? config.providerLimits('local').maxConcurrent,
-  }));
+  });
+  const providers = allFrom(local, new SandboxRenderer(local, { slowMs: config.sandboxSlowSeconds * 1000 }));
   const remote = { gemini: config.imageProvider === 'gemini' || config.textProvider === 'gemini' ? gemini(config) : undefined,
     runway: config.videoProvider === 'runway' ? runway(config) : undefined };
   const pick = (capability: Capability, name: 'local' | 'gemini' | 'runway'): void => {
@@ -105,7 +132,8 @@ export function createProviders(config: ProviderConfig, options: { localMaxConcu
 }
 
 /** 503 before anything is held when the provider that would serve this capability is not configured. */
-export function requireProvider({ providers }: { providers: Providers }, capability: Capability): void {
+export function requireProvider({ providers }: { providers: Providers }, capability: Capability, caller?: { sandbox?: object }): void {
+  if (caller?.sandbox) return; // the sandbox renderer is always there
   const reason = providers.unavailable[capability];
   if (reason) throw generationUnavailable(`Generation is unavailable: the ${capability} provider is not configured (${reason})`);
 }

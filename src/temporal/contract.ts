@@ -164,7 +164,8 @@ export interface AnnouncementInput {
   outcome: 'completed' | 'failed';
 }
 
-export type HousekeepingReport = PurgedRecords & { uploads: number; inputs: number };
+/** `sandboxesToppedUp`: in runs since the `sandbox-top-up` patch. */
+export type HousekeepingReport = PurgedRecords & { uploads: number; inputs: number; sandboxesToppedUp?: number };
 
 /** Every workflow type by its name, with the signature its starts and its implementation share. */
 export interface WorkflowContract {

@@ -75,6 +75,8 @@ export interface WebhookPayload {
   card_id: number;
   type: ActionType;
   client_group_id?: string;
+  /** False for the work of a sandbox (test) key. */
+  livemode: boolean;
 }
 
 /** Status codes after which a delivery is not tried again: 4xx except 408, 409 and 429. */

@@ -123,12 +123,17 @@ export async function planDeliveries(db: DataSource, actionId: number, outcome: 
   };
 }
 
-/** What one attempt of a delivery sends, and to whom (with the webhook's sealed secret and state), or undefined. */
+/**
+ * What one attempt of a delivery sends, and to whom (with the webhook's sealed secret and state, the attempts so far,
+ * and the action's sandbox drill), or undefined.
+ */
 export function deliveryToSend(db: DataSource, deliveryId: string) {
   return sqlRow(db.manager,
-    `SELECT d.url, d.event, d.webhook_id, d.status, w.sealed_secret, w.deleted_at, w.is_active,
-            a.id AS action_id, a.project_id, a.card_id, a.type, a.client_group_id
-       FROM webhook_deliveries d JOIN actions a ON a.id = d.action_id LEFT JOIN webhooks w ON w.id = d.webhook_id
+    `SELECT d.url, d.event, d.webhook_id, d.status, d.attempts, w.sealed_secret, w.deleted_at, w.is_active,
+            a.id AS action_id, a.project_id, a.card_id, a.type, a.client_group_id, a.params ->> 'sandbox_scenario' AS sandbox_scenario,
+            acc.sandbox_of IS NULL AS livemode
+       FROM webhook_deliveries d JOIN actions a ON a.id = d.action_id JOIN accounts acc ON acc.id = a.account_id
+       LEFT JOIN webhooks w ON w.id = d.webhook_id
       WHERE d.id = $1`, [deliveryId]);
 }
 

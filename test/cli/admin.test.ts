@@ -76,6 +76,24 @@ describe('operator CLI', function () {
     assert.ok(list.keys.every((k: { prefix: string }) => k.prefix.startsWith('ak_') && k.prefix.length === 8));
   });
 
+  it('key:create --sandbox --json prints a test key of the account\'s sandbox, its 1,000 sparks apart from the live ones', async () => {
+    const account = JSON.parse((await npmAdmin('account:create', '--name', 'Sandboxed', '--sparks', '5', '--json')).stdout);
+    const { stdout } = await npmAdmin('key:create', '--account', String(account.account_id), '--sandbox', '--json');
+    const created = JSON.parse(stdout);
+    assert.deepEqual(Object.keys(created).sort(), ['api_key', 'key_id']);
+    assert.match(created.api_key, /^ak_test_[A-Za-z0-9]{40}$/);
+    const balance = (key: string) => apiClient(stack.baseUrl, key)('GET', `${V1}/balance`).then((r) => r.body);
+    assert.equal((await balance(created.api_key)).balance, 1000);
+    assert.equal((await balance(account.api_key)).balance, 5);
+    const second = JSON.parse((await admin('key:create', '--account', String(account.account_id), '--sandbox', '--json')).stdout);
+    const [sandboxes] = await db.query('SELECT count(DISTINCT account_id)::int AS n FROM api_keys WHERE id = ANY($1)', [[created.key_id, second.key_id]]);
+    assert.equal(sandboxes.n, 1, 'one sandbox per account');
+    const list = JSON.parse((await admin('key:list', '--account', String(account.account_id), '--json')).stdout);
+    assert.deepEqual(list.keys.map((k: { sandbox: boolean }) => k.sandbox), [false, true, true]);
+    const [sandbox] = await db.query('SELECT account_id FROM api_keys WHERE id = $1', [created.key_id]);
+    assert.equal((await admin('key:create', '--account', String(sandbox.account_id), '--json')).code, 1, 'a sandbox has no keys of its own making');
+  });
+
   it('sparks:grant adds to the ledger; pricing:set changes what /pricing answers', async () => {
     const account = JSON.parse((await admin('account:create', '--name', 'Grant', '--sparks', '5', '--json')).stdout);
     assert.equal((await admin('sparks:grant', '--account', String(account.account_id), '--amount', '7')).code, 0);

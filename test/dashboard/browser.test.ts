@@ -95,6 +95,14 @@ describe('the dashboard in Chromium', function () {
         assert.equal(await page.evaluate('navigator.clipboard.readText()'), secret);
         await page.getByRole('cell', { name: new RegExp(HOSTILE.replace(/[()]/g, '\\$&')) }).first().waitFor(); // shown as text
         assert.deepEqual(await accessibilityProblems(page), []);
+        // A sandbox key, made beside it and listed marked as one.
+        await page.getByRole('button', { name: 'Done' }).click();
+        await page.getByLabel('Name', { exact: true }).fill('CI drills');
+        await page.getByLabel('Kind').selectOption('sandbox');
+        await page.getByRole('button', { name: 'Create key' }).click();
+        assert.match((await page.locator('code.key').textContent())!, /^ak_test_[A-Za-z0-9]{40}$/);
+        await page.getByRole('row').filter({ hasText: 'CI drills' }).getByText('Sandbox', { exact: true }).waitFor();
+        assert.deepEqual(await accessibilityProblems(page), []);
 
         // Generated with the key, the photo shows on the overview and completes there, without a reload.
         await page.getByRole('link', { name: 'Overview' }).click();

@@ -5,6 +5,7 @@ import sharp from 'sharp';
 import { CATEGORY_IDS } from '../../src/generation/catalogue';
 import { GeminiProvider } from '../../src/providers/gemini';
 import { LocalRenderer } from '../../src/providers/local-renderer';
+import { allFrom } from '../../src/providers';
 import { CardJob, PhotoJob, ProviderError } from '../../src/providers/provider';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, noiseImage, truncatedImage, V1 } from '../support/fixtures';
@@ -395,7 +396,7 @@ describe('Gemini through the API (photo, card, edit)', function () {
       ? jsonAnswer({ category_id: 'home', product_name: 'Ceramic mug', qualities: ['Keeps drinks warm', 'Matte glaze'] })
       : imageAnswer(rendered)));
     const gemini = new GeminiProvider({ apiKey: server.apiKey, baseUrl: server.baseUrl, imageModel: IMAGE_MODEL, textModel: TEXT_MODEL, timeoutMs: 10_000 });
-    stack = await startStack({ providers: { image: gemini, text: gemini, video: new LocalRenderer(), unavailable: {} } });
+    stack = await startStack({ providers: { ...allFrom(new LocalRenderer()), image: gemini, text: gemini } });
   });
   beforeEach(() => void server.requests.splice(0));
   after(async () => {

@@ -17,7 +17,7 @@ import { openDatabase } from '../../src/db/data-source';
 import { type Config, DEFAULT_DASHBOARD_SETTINGS, DEFAULT_LIVE_STREAM_LIMITS, type DashboardSettings, type LiveStreamLimits, loadConfig } from '../../src/config';
 import { createApiServer } from '../../api/server';
 import { LocalRenderer } from '../../src/providers/local-renderer';
-import { allFrom, Providers } from '../../src/providers';
+import { allFrom, Providers, queuedProviders } from '../../src/providers';
 import type { ImageProvider, TextProvider, VideoProvider } from '../../src/providers/provider';
 import { type AssetStore, FileAssetStore } from '../../src/storage/asset-store';
 import { UrlSigner } from '../../src/storage/signed-urls';
@@ -108,7 +108,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   if (options.withWorker !== false) {
     const setup = { address: env.temporalAddress, namespace: 'default', taskQueue, deps };
     ({ worker, connection } = await createWorker({ ...setup, workflowBundle: options.workflowBundle ?? env.workflowBundle }));
-    providerWorkers = await createProviderWorkers(setup, connection, [deps.providers.image.name, deps.providers.video.name],
+    providerWorkers = await createProviderWorkers(setup, connection, queuedProviders(deps.providers),
       () => ({ maxConcurrent: 10, maxPerSecond: 0 }));
     running = Promise.all([worker, ...providerWorkers].map((w) => w.run()));
   }

@@ -194,7 +194,7 @@ describe('webhooks', function () {
       assert.equal(request.headers['x-service-event'], 'generation.completed');
       assert.match(jobId, /^[0-9a-f-]{36}$/);
       assert.deepEqual(JSON.parse(request.body.toString()), {
-        action_id: action.action_id, project_id: action.project_id, card_id: action.card_id, type: 'generate', client_group_id: 'batch-7',
+        action_id: action.action_id, project_id: action.project_id, card_id: action.card_id, type: 'generate', client_group_id: 'batch-7', livemode: true,
       });
     });
 

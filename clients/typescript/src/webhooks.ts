@@ -17,6 +17,8 @@ export interface WebhookPayload {
   card_id: number;
   type: 'generate' | 'edit' | 'video';
   client_group_id?: string;
+  /** False for the work of a sandbox key (`ak_test_`). */
+  livemode: boolean;
 }
 
 export interface VerifiedWebhook {

@@ -15,4 +15,8 @@ export class Account extends BaseRecord {
 
   @Column({ type: 'integer' })
   held: number;
+
+  /** Set on an account's sandbox (SandboxAccounts migration): the live account whose test keys use it. */
+  @Column({ name: 'sandbox_of', type: 'integer', nullable: true })
+  sandboxOf: number | null;
 }

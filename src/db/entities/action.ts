@@ -61,6 +61,10 @@ export class Action extends BaseRecord {
   @Column({ name: 'webhook_url', type: 'text', nullable: true })
   webhookUrl: string | null;
 
+  /** The provider chosen when it was accepted (ProviderRouting migration; `sandbox` for a test key's work). */
+  @Column({ type: 'text', nullable: true })
+  provider: string | null;
+
   /** The provider's task of a video being rendered remotely (ProviderRouting migration); null once it ended. */
   @Column({ name: 'provider_task_id', type: 'text', nullable: true })
   providerTaskId: string | null;

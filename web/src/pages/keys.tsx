@@ -1,14 +1,15 @@
 /**
  * API keys: the account's keys with their masked prefix, when made and last used, their grouping and what they spent
  * this month against their monthly limit; create one (its secret shown once, with a copy button), rename, switch the
- * grouping, set or remove a spend limit (owners), revoke after a confirmation.
+ * grouping, set or remove a spend limit (owners), revoke after a confirmation. Sandbox keys (`ak_test_`) are made
+ * and listed beside live ones, marked "Sandbox".
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, when } from '../api';
 import { ConfirmDialog, CopyButton, ErrorNote, useChanges } from './parts';
 
 export interface Key {
-  id: number; name: string; prefix: string; default_grouping: 'api_key_inbox' | 'legacy_per_request';
+  id: number; name: string; prefix: string; sandbox: boolean; default_grouping: 'api_key_inbox' | 'legacy_per_request';
   created_at: string; last_used_at: string | null; revoked_at: string | null;
   monthly_spend_limit: number | null; spent_this_month: number;
 }
@@ -28,7 +29,9 @@ export function KeysPage({ owner }: { owner: boolean }) {
     const form = new FormData(formElement);
     void change(async () => {
       const name = String(form.get('name') || '') || undefined;
-      const created = await api<{ key: Key; api_key: string }>('POST', '/keys', { name, default_grouping: form.get('grouping') });
+      const created = await api<{ key: Key; api_key: string }>('POST', '/keys', {
+        name, default_grouping: form.get('grouping'), sandbox: form.get('kind') === 'sandbox',
+      });
       setSecret({ name: created.key.name, value: created.api_key });
       formElement.reset();
     });
@@ -42,10 +45,16 @@ export function KeysPage({ owner }: { owner: boolean }) {
   };
 
   const active = keys?.filter((k) => !k.revoked_at) ?? [];
+  const full = (sandbox: boolean) => active.filter((k) => k.sandbox === sandbox).length >= 10;
   return (
     <section>
       <h1>API keys</h1>
-      <p class="muted">Keys call the API as this account. At most 10 are active; revoke one that leaked, it is refused at once.</p>
+      <p class="muted">
+        Keys call the API as this account. At most 10 live and 10 sandbox keys are active; revoke one that leaked, it is
+        refused at once. A sandbox key (<code>ak_test_</code>) works like a live one, but its work is rendered locally and
+        marked “SANDBOX”, it uses the sandbox's sparks (topped up daily), and its failure drills are asked
+        with <code>X-Sandbox-Scenario</code>.
+      </p>
       <ErrorNote message={error} />
       {secret && (
         <div class="card secret" role="status">
@@ -56,11 +65,14 @@ export function KeysPage({ owner }: { owner: boolean }) {
         </div>
       )}
       <form class="card row wrap" onSubmit={create} aria-label="Create a key">
-        <label>Name<input name="name" maxLength={100} placeholder={`key ${active.length + 1}`} /></label>
+        <label>Name<input name="name" maxLength={100} /></label>
+        <label>Kind
+          <select name="kind"><option value="live">Live</option><option value="sandbox">Sandbox (test)</option></select>
+        </label>
         <label>Ungrouped generations go to
           <select name="grouping">{Object.entries(GROUPINGS).map(([v, label]) => <option value={v}>{label}</option>)}</select>
         </label>
-        <button type="submit" disabled={active.length >= 10}>Create key</button>
+        <button type="submit" disabled={full(false) && full(true)}>Create key</button>
       </form>
       {keys === undefined ? <p aria-busy="true">Loading…</p> : (
         <table class="list">
@@ -70,7 +82,7 @@ export function KeysPage({ owner }: { owner: boolean }) {
             {keys.map((key) => (
               <tr key={key.id} class={key.revoked_at ? 'revoked' : undefined}>
                 <td data-label="Name">{key.revoked_at ? key.name : <EditableName value={key.name} onSave={(name) => edit(key, { name })} />}</td>
-                <td data-label="Key"><code>{key.prefix}…</code></td>
+                <td data-label="Key"><code>{key.prefix}…</code>{key.sandbox && <> <span class="badge">Sandbox</span></>}</td>
                 <td data-label="Created">{when(key.created_at)}</td>
                 <td data-label="Last used">{key.last_used_at ? when(key.last_used_at) : 'Never'}</td>
                 <td data-label="Grouping">
