@@ -80,7 +80,7 @@ async function recordRouted(stack: Stack, input: string): Promise<void> {
   await recordJob(stack, 'succeeded', input);
 }
 
-/** A housekeeping run (v5), as its schedule starts it, on the stack's worker. */
+/** A housekeeping run (v5; v9 after `sandbox-top-up`), as its schedule starts it, on the stack's worker. */
 async function recordHousekeeping(stack: Stack): Promise<void> {
   const handle = await stack.temporal.workflow.start('housekeepingWorkflow', {
     taskQueue: stack.taskQueue, workflowId: `housekeeping-record-${Date.now()}`, args: [],
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
   try {
     const stack = await startStack();
     // HISTORY_ONLY records just one later addition: `announcement` (v2), `routing` (v3: provider task queues),
-    // `funnel` (v3: funnel sessions), `housekeeping` (v5: the retention workflow), `fused` (v4: the action and job
+    // `funnel` (v3: funnel sessions), `housekeeping` (v5: the retention workflow; v9 after `sandbox-top-up`), `fused` (v4: the action and job
     // workflows after the `fused-steps` patch, i.e. every scenario except the announcement and funnel ones, whose
     // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (the action
     // workflow's scenarios only: v6 after `visible-steps`, v7 after `outcome-plans`), `inline` (v8, after

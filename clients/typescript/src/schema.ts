@@ -823,7 +823,10 @@ export interface operations {
                 /** @description Default: api and api_inbox */
                 source?: "api" | "api_inbox" | "all";
             };
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -847,6 +850,15 @@ export interface operations {
                         limit: number;
                         offset: number;
                     };
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -898,7 +910,10 @@ export interface operations {
     createProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -1022,7 +1037,10 @@ export interface operations {
     getProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 project_id: number;
             };
@@ -1124,7 +1142,10 @@ export interface operations {
     updateProject: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 project_id: number;
             };
@@ -1268,7 +1289,10 @@ export interface operations {
     getCard: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 card_id: number;
             };
@@ -1376,7 +1400,10 @@ export interface operations {
     moveCard: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 card_id: number;
             };
@@ -1516,7 +1543,10 @@ export interface operations {
     uploadImage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -1656,7 +1686,10 @@ export interface operations {
     analyzeProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -1796,6 +1829,8 @@ export interface operations {
             header?: {
                 /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
                 "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path?: never;
             cookie?: never;
@@ -2014,6 +2049,8 @@ export interface operations {
             header?: {
                 /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
                 "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path?: never;
             cookie?: never;
@@ -2245,6 +2282,8 @@ export interface operations {
             header?: {
                 /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
                 "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path?: never;
             cookie?: never;
@@ -2460,6 +2499,8 @@ export interface operations {
             header?: {
                 /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
                 "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path: {
                 action_id: number;
@@ -2643,7 +2684,10 @@ export interface operations {
     getActionStatus: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 action_id: number;
             };
@@ -2748,6 +2792,8 @@ export interface operations {
             header?: {
                 /** @description Resume after this event (sent by EventSource on reconnect) */
                 "Last-Event-ID"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path: {
                 action_id: number;
@@ -2875,7 +2921,10 @@ export interface operations {
     cancelAction: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 action_id: number;
             };
@@ -2991,7 +3040,10 @@ export interface operations {
                 page?: number;
                 page_size?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -3040,6 +3092,15 @@ export interface operations {
                         page: number;
                         page_size: number;
                     };
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -3121,7 +3182,10 @@ export interface operations {
     downloadResult: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 action_id: number;
             };
@@ -3256,7 +3320,10 @@ export interface operations {
     listWebhooks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -3286,6 +3353,15 @@ export interface operations {
                             updated_at: string;
                         }[];
                     };
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -3328,7 +3404,10 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -3461,7 +3540,10 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 webhook_id: number;
             };
@@ -3565,7 +3647,10 @@ export interface operations {
             query?: {
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 webhook_id: number;
             };
@@ -3686,7 +3771,10 @@ export interface operations {
     redeliverWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 webhook_id: number;
                 delivery_id: string;
@@ -3821,7 +3909,10 @@ export interface operations {
     getBalance: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -3840,6 +3931,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Balance"];
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -3882,7 +3982,10 @@ export interface operations {
     getPricing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -3901,6 +4004,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Pricing"];
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -3943,7 +4055,10 @@ export interface operations {
     getCategories: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -3964,6 +4079,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CategoryCatalogue"];
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -4006,7 +4130,10 @@ export interface operations {
     quote: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -4135,7 +4262,10 @@ export interface operations {
     suggestWishes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -4294,7 +4424,10 @@ export interface operations {
     suggestVideoScenario: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -4452,7 +4585,10 @@ export interface operations {
     getHelperUsage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -4479,6 +4615,15 @@ export interface operations {
                         /** @description 1 spark per started block of 20 calls past the free ones */
                         paid_rate: string;
                     };
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -4521,7 +4666,10 @@ export interface operations {
     startFunnel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -4718,7 +4866,10 @@ export interface operations {
     getFunnel: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 funnel_id: number;
             };
@@ -4890,7 +5041,10 @@ export interface operations {
     addFunnelIdea: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 funnel_id: number;
             };
@@ -5046,7 +5200,10 @@ export interface operations {
     setFunnelSetup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 funnel_id: number;
             };
@@ -5311,6 +5468,8 @@ export interface operations {
             header?: {
                 /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
                 "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path: {
                 funnel_id: number;
@@ -5514,7 +5673,10 @@ export interface operations {
                 after?: string;
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -5557,6 +5719,15 @@ export interface operations {
                         }[];
                         next_cursor: string;
                     };
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
@@ -5626,6 +5797,8 @@ export interface operations {
             header?: {
                 /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
                 "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path?: never;
             cookie?: never;
@@ -5863,6 +6036,8 @@ export interface operations {
             header?: {
                 /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
                 "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path?: never;
             cookie?: never;
@@ -6064,7 +6239,10 @@ export interface operations {
     getJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 /** @description UUID */
                 job_id: string;
@@ -6211,6 +6389,8 @@ export interface operations {
             header?: {
                 /** @description Resume after this event (sent by EventSource on reconnect) */
                 "Last-Event-ID"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
             };
             path: {
                 /** @description UUID */
@@ -6345,7 +6525,10 @@ export interface operations {
     cancelJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 /** @description UUID */
                 job_id: string;
@@ -6457,7 +6640,10 @@ export interface operations {
     getJobResult: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path: {
                 /** @description UUID */
                 job_id: string;
@@ -6607,7 +6793,10 @@ export interface operations {
                 after?: string;
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
             path?: never;
             cookie?: never;
         };
@@ -6651,6 +6840,15 @@ export interface operations {
                         }[];
                         next_cursor: string;
                     };
+                };
+            };
+            /** @description `unsupported_parameter`: `X-Sandbox-Scenario` sent with a live key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
