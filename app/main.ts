@@ -15,6 +15,7 @@ import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { log } from '../src/log';
 import { createProviders, queuedProviders } from '../src/providers';
+import { SANDBOX_PROVIDER } from '../src/providers/sandbox';
 import { OutboundPolicy } from '../src/net/outbound';
 import { createAssetStore } from '../src/storage/create-asset-store';
 import { tracing } from '../src/telemetry/spans';
@@ -79,6 +80,9 @@ async function main(mode: Mode): Promise<void> {
   const providers = createProviders(config, { localMaxConcurrent: renders });
   // Checked before anything starts: a process that takes requests must also run their workflows.
   const queues = mode === 'api' ? undefined : workerQueues(config.workerQueues, queuedProviders(providers), { requireMain: mode === 'all' });
+  if (config.workerQueues && queues && !queues.providers.includes(SANDBOX_PROVIDER)) {
+    log.warn('this worker does not serve the sandbox queue (WORKER_QUEUES has no "sandbox"): sandbox keys\' videos need a worker that does', { workerQueues: config.workerQueues });
+  }
   if (queues && !queues.main) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
   // The SDK's runtime is installed before anything uses it, so that its worker metrics are exported (loopback only).
   const sdkMetricsAddress = mode !== 'api' && config.metricsPort !== undefined && config.temporalMetricsPort !== undefined

@@ -365,7 +365,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     ffmpegPath: str('FFMPEG_PATH'),
     secretsKey: secret('SECRETS_KEY'),
     sandboxSparks: int('SANDBOX_SPARKS', DEFAULT_SANDBOX_SPARKS),
-    sandboxSlowSeconds: within('SANDBOX_SLOW_SECONDS', int('SANDBOX_SLOW_SECONDS', 30), 1, 3600, 'seconds'),
+    // Well within a render activity's 10 minutes (TIMEOUTS.provider): a longer wait would be a timeout, not `slow`.
+    sandboxSlowSeconds: within('SANDBOX_SLOW_SECONDS', int('SANDBOX_SLOW_SECONDS', 30), 1, 300, 'seconds'),
     jobMaxAttempts: int('JOB_MAX_ATTEMPTS', 3),
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),

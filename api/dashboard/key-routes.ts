@@ -4,7 +4,7 @@
  * revoke. A key of another account answers 404, as an unknown one does.
  */
 import {
-  accountKey, accountKeys, changeKey, createKey, MAX_ACTIVE_KEYS, revokeAccountKey, setKeySpendLimit, TooManyKeys,
+  accountKey, accountKeys, changeKey, createKey, MAX_ACTIVE_KEYS, revokeAccountKey, sandboxBalance, setKeySpendLimit, TooManyKeys,
 } from '../../src/accounts/accounts';
 import { notFound, ValidationFailed } from '../../src/errors';
 import { DEFAULT_SANDBOX_SPARKS } from '../../src/config';
@@ -35,10 +35,26 @@ export const keySchema = {
 export function keyRoutes({ db, config }: ApiServices): Route[] {
   return [
     dashboardRoute({
-      method: 'get', path: '/keys', operationId: 'listKeys', access: 'member', summary: 'The account\'s keys, active first, newest first',
-      responses: { 200: { description: 'Keys', schema: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: keySchema } } } } },
+      method: 'get', path: '/keys', operationId: 'listKeys', access: 'member',
+      summary: 'The account\'s keys (sandbox keys among them), active first, newest first, and the sandbox\'s sparks (null: no sandbox yet)',
+      responses: {
+        200: {
+          description: 'Keys',
+          schema: {
+            type: 'object', required: ['keys', 'sandbox'],
+            properties: {
+              keys: { type: 'array', items: keySchema },
+              sandbox: {
+                type: ['object', 'null'], required: ['balance', 'available', 'holds'],
+                properties: { balance: { type: 'integer' }, available: { type: 'integer' }, holds: { type: 'integer' } },
+              },
+            },
+          },
+        },
+      },
       async handle(ctx, { user }) {
-        ctx.body = { keys: await accountKeys(db, user.accountId) };
+        const [keys, sandbox] = await Promise.all([accountKeys(db, user.accountId), sandboxBalance(db, user.accountId)]);
+        ctx.body = { keys, sandbox };
       },
     }),
     dashboardRoute({
@@ -61,7 +77,7 @@ export function keyRoutes({ db, config }: ApiServices): Route[] {
           created = await createKey(db, user.accountId, body.name, body.default_grouping, { sandbox });
         } catch (err) {
           if (!(err instanceof TooManyKeys)) throw err;
-          throw new ValidationFailed([{ loc: ['body'], msg: `The account already has ${MAX_ACTIVE_KEYS} active ${body.sandbox ? 'sandbox' : 'live'} keys; revoke one first`, type: 'maxItems' }]);
+          throw new ValidationFailed([{ loc: ['body'], msg: `The account already has ${MAX_ACTIVE_KEYS} active ${body.sandbox ? 'sandbox ' : ''}keys; revoke one first`, type: 'maxItems' }]);
         }
         ctx.status = 201;
         ctx.body = { key: created.key, api_key: created.apiKey };

@@ -72,10 +72,11 @@ export async function insertAccount(m: EntityManager, name: string, sparks: numb
 
 /**
  * Locks the account's row in the caller's transaction, serialising its per-account limits (keys, uploads, webhooks);
- * answers whether the account exists.
+ * answers whether the account exists (with `live`: and is not a sandbox).
  */
-export async function lockAccount(m: EntityManager, accountId: number): Promise<boolean> {
-  return Boolean(await sqlRow(m, 'SELECT id FROM accounts WHERE id = $1 FOR UPDATE', [accountId]));
+export async function lockAccount(m: EntityManager, accountId: number, options: { live?: boolean } = {}): Promise<boolean> {
+  const row = await sqlRow<{ sandbox_of: number | null }>(m, 'SELECT sandbox_of FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
+  return Boolean(row) && !(options.live && row!.sandbox_of !== null);
 }
 
 /** A test key's account: `sparks` are what a new sandbox is granted (SANDBOX_SPARKS). */
@@ -95,7 +96,7 @@ export async function createKey(
     const owner = options.sandbox ? await sandboxOf(m, accountId, options.sandbox.sparks) : accountId;
     const active = await m.countBy(ApiKey, { accountId: owner, revokedAt: IsNull() });
     if (active >= MAX_ACTIVE_KEYS) {
-      throw new TooManyKeys(`account ${accountId} already has ${MAX_ACTIVE_KEYS} active ${options.sandbox ? 'sandbox' : 'live'} keys`);
+      throw new TooManyKeys(`account ${accountId} already has ${MAX_ACTIVE_KEYS} active ${options.sandbox ? 'sandbox ' : ''}keys`);
     }
     const label = options.sandbox ? 'test key' : 'key';
     return insertKey(m.getRepository(ApiKey), owner, name ?? `${label} ${active + 1}`, grouping, Boolean(options.sandbox));
@@ -112,13 +113,21 @@ async function sandboxOf(m: EntityManager, accountId: number, sparks: number): P
   return created!.id;
 }
 
+/** The sandbox's sparks of live account `accountId` (balance, available, holds), or null when it has no sandbox yet. */
+export async function sandboxBalance(db: DataSource, accountId: number): Promise<{ balance: number; available: number; holds: number } | null> {
+  const row = await sqlRow<{ balance: number; held: number }>(db.manager, 'SELECT balance, held FROM accounts WHERE sandbox_of = $1', [accountId]);
+  return row ? { balance: row.balance, available: row.balance - row.held, holds: row.held } : null;
+}
+
 /**
  * Tops every sandbox's balance up to `sparks`, once per UTC day (the grant's reference names the day, so a second
  * run that day grants nothing); answers how many were topped up. Housekeeping runs it.
  */
 export async function topUpSandboxes(db: DataSource, sparks: number): Promise<number> {
   const low = await sqlRows<{ id: number; balance: number; day: string }>(db.manager,
-    `SELECT id, balance, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day FROM accounts WHERE sandbox_of IS NOT NULL AND balance < $1`, [sparks]);
+    `SELECT id, balance, day FROM accounts, (SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day) today
+      WHERE sandbox_of IS NOT NULL AND balance < $1
+        AND NOT EXISTS (SELECT 1 FROM spark_ledger WHERE reference = 'grant:sandbox-top-up:' || accounts.id || ':' || today.day)`, [sparks]);
   let toppedUp = 0;
   for (const { id, day } of low) {
     const granted = await db.transaction(async (m) => {
@@ -135,8 +144,9 @@ async function insertKey(
   repo: import('typeorm').Repository<ApiKey>, accountId: number, name: string, grouping: DefaultGrouping, sandbox = false,
 ): Promise<CreatedKey> {
   const apiKey = generateApiKey(sandbox);
+  // A test key's prefix shows four characters past `ak_test_`, so that test keys can be told apart in a list.
   const row = await repo.save(repo.create({
-    accountId, name, keyHash: hashApiKey(apiKey), prefix: apiKey.slice(0, 8), defaultGrouping: grouping, revokedAt: null, lastUsedAt: null,
+    accountId, name, keyHash: hashApiKey(apiKey), prefix: apiKey.slice(0, sandbox ? 12 : 8), defaultGrouping: grouping, revokedAt: null, lastUsedAt: null,
   }));
   return { keyId: row.id, apiKey, key: keyView(row) };
 }

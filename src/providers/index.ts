@@ -107,11 +107,10 @@ function runway(config: ProviderConfig): RunwayProvider | string {
 
 /** `localMaxConcurrent`: the local renderer's renders at once in this process (its queue's cap by default). */
 export function createProviders(config: ProviderConfig, options: { localMaxConcurrent?: number } = {}): Providers {
-  const local = new LocalRenderer({
-    delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath, cost: config.localRendererCost,
-    maxConcurrent: options.localMaxConcurrent ?? config.providerLimits('local').maxConcurrent,
-  });
-  const providers = allFrom(local, new SandboxRenderer(local, { slowMs: config.sandboxSlowSeconds * 1000 }));
+  const places = options.localMaxConcurrent ?? config.providerLimits('local').maxConcurrent;
+  const local = new LocalRenderer({ delayMs: config.localRendererDelayMs, ffmpegPath: config.ffmpegPath, cost: config.localRendererCost, maxConcurrent: places });
+  // Sandbox renders take places of their own (as many), and share the renderer's bound on renders at once.
+  const providers = allFrom(local, new SandboxRenderer(local, { slowMs: config.sandboxSlowSeconds * 1000, places }));
   const remote = { gemini: config.imageProvider === 'gemini' || config.textProvider === 'gemini' ? gemini(config) : undefined,
     runway: config.videoProvider === 'runway' ? runway(config) : undefined };
   const pick = (capability: Capability, name: 'local' | 'gemini' | 'runway'): void => {

@@ -43,7 +43,8 @@ export async function inviteUser(
 export async function inviteUserIn(
   m: EntityManager, input: { accountId: number; email: string; role: Role },
 ): Promise<{ userId: number; token: string } | 'taken'> {
-  if (!(await lockAccount(m, input.accountId))) throw new UnknownAccount(`account ${input.accountId} not found`);
+  // An account's sandbox has no users: it is reached only with its test keys, managed from the live account.
+  if (!(await lockAccount(m, input.accountId, { live: true }))) throw new UnknownAccount(`account ${input.accountId} not found`);
   // The email's row, made here or found: one statement, so two invitations of one new email at once (even into two
   // accounts) make one user and find it, never a duplicate key.
   const inserted = await sqlRow<{ id: number }>(m,

@@ -102,6 +102,7 @@ describe('the dashboard in Chromium', function () {
         await page.getByRole('button', { name: 'Create key' }).click();
         assert.match((await page.locator('code.key').textContent())!, /^ak_test_[A-Za-z0-9]{40}$/);
         await page.getByRole('row').filter({ hasText: 'CI drills' }).getByText('Sandbox', { exact: true }).waitFor();
+        await page.getByText('Sandbox sparks:').waitFor();
         assert.deepEqual(await accessibilityProblems(page), []);
 
         // Generated with the key, the photo shows on the overview and completes there, without a reload.

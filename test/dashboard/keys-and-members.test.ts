@@ -36,6 +36,29 @@ describe('dashboard keys and members', function () {
     assert.ok(!JSON.stringify(listed.body).includes(created.body.api_key.slice(8)), 'the secret appears in no later answer');
   });
 
+  it('makes sandbox keys beside live ones, on the account\'s sandbox, managed as its keys; another account\'s user reaches none', async () => {
+    const owner = await signedInUser(stack.baseUrl, stack.db);
+    assert.equal((await owner.browser.call('GET', '/keys')).body.sandbox, null, 'no sandbox before its first key');
+    const created = await owner.browser.call('POST', '/keys', { name: 'drills', sandbox: true });
+    assert.equal(created.status, 201);
+    assert.match(created.body.api_key, /^ak_test_[A-Za-z0-9]{40}$/);
+    assert.equal(created.body.key.sandbox, true);
+    const listed = (await owner.browser.call('GET', '/keys')).body;
+    assert.deepEqual(listed.keys.map((k: { sandbox: boolean }) => k.sandbox).sort(), [false, true]);
+    assert.deepEqual(listed.sandbox, { balance: 1000, available: 1000, holds: 0 });
+    const api = apiClient(stack.baseUrl, created.body.api_key);
+    assert.equal((await api('GET', `${V1}/balance`)).body.balance, 1000);
+
+    const member = await signedInUser(stack.baseUrl, stack.db, { accountId: owner.accountId, role: 'member' });
+    assert.equal((await member.browser.call('PATCH', `/keys/${created.body.key.id}`, { name: 'renamed' })).body.name, 'renamed');
+    const stranger = await signedInUser(stack.baseUrl, stack.db);
+    for (const [method, path, body] of [['PATCH', '', { name: 'x' }], ['POST', '/revoke', undefined], ['POST', '/spend-limit', { monthly_spend_limit: 1 }]] as const) {
+      assert.equal((await stranger.browser.call(method, `/keys/${created.body.key.id}${path}`, body)).status, 404, `${method} ${path}`);
+    }
+    assert.ok((await member.browser.call('POST', `/keys/${created.body.key.id}/revoke`)).body.revoked_at);
+    assert.equal((await api('GET', `${V1}/balance`)).status, 401, 'revoked at once');
+  });
+
   it('lets an owner set and remove a key\'s monthly spend limit, shown with what it spent this month; a member may not', async () => {
     const owner = await signedInUser(stack.baseUrl, stack.db);
     const [key] = (await owner.browser.call('GET', '/keys')).body.keys;

@@ -24,7 +24,8 @@ export const isSandboxScenario = (value: string): value is SandboxScenario => (S
 export const DRILL_FAILED_DELIVERY_ATTEMPTS = 2;
 
 /** The band laid over a picture: "SANDBOX" in white on red, across the top, a tenth of the height. */
-async function marked(image: Buffer, format: 'jpg' | 'png'): Promise<Buffer> {
+async function marked(picture: Buffer, format: 'jpg' | 'png'): Promise<Buffer> {
+  const image = await sharp(picture).rotate().png().toBuffer(); // upright first: the band goes across the top as seen
   const { width = 512, height = 512 } = await sharp(image).metadata();
   const band = Math.max(24, Math.round(height / 10));
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${band}">
@@ -45,11 +46,20 @@ export class SandboxRenderer implements ImageProvider, TextProvider, VideoProvid
   /** Videos render in-process, as the local renderer's: there is never a task to poll. */
   readonly pollIntervalSeconds = 1;
 
-  /** `local`: the renderer that does the work (the process's own, so the two share its places); `slowMs`: the `slow` drill's wait. */
-  constructor(private readonly local: LocalRenderer, private readonly options: { slowMs: number }) {}
+  private inProcessRenders = 0;
+
+  /**
+   * `local`: the renderer that does the work (the process's own: its renders share its bound); `slowMs`: the `slow`
+   * drill's wait; `places`: sandbox renders at once within their workflows' tasks (`reserveInProcess`), counted apart
+   * from the live renderer's, so that test keys (a `slow` drill waits in its place) never take live renders' places.
+   */
+  constructor(private readonly local: LocalRenderer, private readonly options: { slowMs: number; places?: number }) {}
 
   reserveInProcess(): (() => void) | undefined {
-    return this.local.reserveInProcess();
+    if (this.options.places === undefined) return () => {};
+    if (this.inProcessRenders >= this.options.places) return undefined;
+    this.inProcessRenders++;
+    return () => void this.inProcessRenders--;
   }
 
   typicalSeconds(kind?: ImageKind | 'video'): number {

@@ -18,9 +18,13 @@ const GROUPINGS = { api_key_inbox: 'One inbox project', legacy_per_request: 'A p
 
 export function KeysPage({ owner }: { owner: boolean }) {
   const [keys, setKeys] = useState<Key[]>();
+  const [sandbox, setSandbox] = useState<{ balance: number; available: number } | null>(null);
   const [secret, setSecret] = useState<{ name: string; value: string }>();
   const [confirming, setConfirming] = useState<Key>();
-  const { error, change } = useChanges(() => api<{ keys: Key[] }>('GET', '/keys').then((r) => setKeys(r.keys)));
+  const { error, change } = useChanges(() => api<{ keys: Key[]; sandbox: { balance: number; available: number } | null }>('GET', '/keys').then((r) => {
+    setKeys(r.keys);
+    setSandbox(r.sandbox);
+  }));
   useEffect(() => { void change(async () => undefined); }, []);
 
   function create(event: Event) {
@@ -55,6 +59,7 @@ export function KeysPage({ owner }: { owner: boolean }) {
         marked “SANDBOX”, it uses the sandbox's sparks (topped up daily), and its failure drills are asked
         with <code>X-Sandbox-Scenario</code>.
       </p>
+      {sandbox && <p>Sandbox sparks: <strong>{sandbox.available}</strong> available of {sandbox.balance} (topped up daily; live sparks are not used)</p>}
       <ErrorNote message={error} />
       {secret && (
         <div class="card secret" role="status">
