@@ -58,7 +58,8 @@ export function keyRoutes({ db, config }: ApiServices): Route[] {
       },
     }),
     dashboardRoute({
-      method: 'post', path: '/keys', operationId: 'createKey', access: 'member', summary: 'Create a key: its secret is in this answer only',
+      method: 'post', path: '/keys', operationId: 'createKey', access: 'member',
+      summary: 'Create a key: its secret is in this answer only. A live key a member creates starts with the smallest monthly spend limit of the account\'s active keys, if any has one',
       body: {
         type: 'object', additionalProperties: false,
         properties: {
@@ -74,7 +75,8 @@ export function keyRoutes({ db, config }: ApiServices): Route[] {
         let created;
         try {
           const sandbox = body.sandbox ? { sparks: config.sandboxSparks ?? DEFAULT_SANDBOX_SPARKS } : undefined;
-          created = await createKey(db, user.accountId, body.name, body.default_grouping, { sandbox });
+          // A member's live key starts within the owners' limits: see createKey's `limitedLikeOthers`.
+          created = await createKey(db, user.accountId, body.name, body.default_grouping, { sandbox, limitedLikeOthers: user.role !== 'owner' });
         } catch (err) {
           if (!(err instanceof TooManyKeys)) throw err;
           throw new ValidationFailed([{ loc: ['body'], msg: `The account already has ${MAX_ACTIVE_KEYS} active ${body.sandbox ? 'sandbox ' : ''}keys; revoke one first`, type: 'maxItems' }]);

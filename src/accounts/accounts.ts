@@ -85,9 +85,13 @@ export interface SandboxChoice { sparks: number }
 /**
  * A new key of the account; with `sandbox`, a test key (`ak_test_`) of the account's sandbox, which is made (and
  * granted `sandbox.sparks`) with its first key. The live account and its sandbox have MAX_ACTIVE_KEYS each.
+ * `limitedLikeOthers` (a key a dashboard member makes: spend limits are the owners' to set): a live key starts with
+ * the smallest monthly spend limit among the account's active keys, if any has one, so that a new key is no way
+ * around the owners' limits; an owner may change it.
  */
 export async function createKey(
-  db: DataSource, accountId: number, name: string | undefined, grouping: DefaultGrouping, options: { sandbox?: SandboxChoice } = {},
+  db: DataSource, accountId: number, name: string | undefined, grouping: DefaultGrouping,
+  options: { sandbox?: SandboxChoice; limitedLikeOthers?: boolean } = {},
 ): Promise<CreatedKey> {
   return db.transaction(async (m) => {
     const account = await sqlRow<{ sandbox_of: number | null }>(m, 'SELECT sandbox_of FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
@@ -99,7 +103,13 @@ export async function createKey(
       throw new TooManyKeys(`account ${accountId} already has ${MAX_ACTIVE_KEYS} active ${options.sandbox ? 'sandbox ' : ''}keys`);
     }
     const label = options.sandbox ? 'test key' : 'key';
-    return insertKey(m.getRepository(ApiKey), owner, name ?? `${label} ${active + 1}`, grouping, Boolean(options.sandbox));
+    const created = await insertKey(m.getRepository(ApiKey), owner, name ?? `${label} ${active + 1}`, grouping, Boolean(options.sandbox));
+    if (!options.limitedLikeOthers || options.sandbox) return created;
+    const limited = await sqlRow<{ monthly_spend_limit: number | null }>(m, `
+      UPDATE api_keys SET monthly_spend_limit = (
+        SELECT min(monthly_spend_limit) FROM api_keys WHERE account_id = $2 AND revoked_at IS NULL AND id <> $1)
+       WHERE id = $1 RETURNING monthly_spend_limit`, [created.keyId, owner]);
+    return { ...created, key: { ...created.key, monthly_spend_limit: limited!.monthly_spend_limit } };
   });
 }
 

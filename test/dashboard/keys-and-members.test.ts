@@ -72,6 +72,10 @@ describe('dashboard keys and members', function () {
     assert.deepEqual([refused.status, refused.body.detail.error], [403, 'forbidden']);
     const stranger = await signedInUser(stack.baseUrl, stack.db);
     assert.equal((await stranger.browser.call('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: null })).status, 404);
+    const made = await member.browser.call('POST', '/keys', { name: 'member made' });
+    assert.equal(made.body.key.monthly_spend_limit, 40, 'a member\'s new key is no way around the owners\' limit');
+    assert.equal((await stack.db.query('SELECT monthly_spend_limit FROM api_keys WHERE id = $1', [made.body.key.id]))[0].monthly_spend_limit, 40);
+    assert.equal((await owner.browser.call('POST', '/keys', { name: 'owner made' })).body.key.monthly_spend_limit, null, 'an owner\'s is as they set it');
     const removed = await owner.browser.call('POST', `/keys/${key.id}/spend-limit`, { monthly_spend_limit: null });
     assert.deepEqual([removed.status, removed.body.monthly_spend_limit], [200, null]);
   });
