@@ -112,7 +112,7 @@ export type VideoStep = { state: 'done'; assetPath: string } | { state: 'running
  * the action's providers (`providersOf`: the sandbox renderer's for a test key's action).
  */
 type Renderers = {
-  [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal, started: () => Promise<void>, with_: ActionProviders) => Promise<RenderedAsset>
+  [P in ActionProduct]: (params: ParamsByProduct[P], signal: AbortSignal, started: () => Promise<void>, chosen: ActionProviders) => Promise<RenderedAsset>
 };
 
 export function createGenerateAssetActivities({ db, store, providers, secrets }: ActivityDeps) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import sharp from 'sharp';
 import { createKey, topUpSandboxes } from '../../src/accounts/accounts';
 import { readPriceList } from '../../src/billing/pricing';
-import { allFrom } from '../../src/providers';
+import { allFrom, UnconfiguredProvider } from '../../src/providers';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { SandboxRenderer } from '../../src/providers/sandbox';
 import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
@@ -207,5 +207,54 @@ describe('sandbox keys', function () {
     await topUpSandboxes(stack.db, 1000);
     assert.equal((await moneyOf(stack.db, [sandboxId]))[0].balance, before.balance, 'once a day');
     await assertMoneyConsistent(stack.db, sandboxId);
+  });
+
+  describe('with paid providers selected but not configured', () => {
+    let paid: Stack;
+    before(async () => {
+      const local = new LocalRenderer();
+      const gemini = new UnconfiguredProvider('gemini', 'GEMINI_API_KEY is not set');
+      const runway = new UnconfiguredProvider('runway', 'RUNWAY_API_KEY is not set');
+      paid = await startStack({
+        providers: {
+          image: gemini, text: gemini, video: runway, sandbox: new SandboxRenderer(local, { slowMs: SLOW_MS }),
+          unavailable: { image: 'GEMINI_API_KEY is not set', text: 'GEMINI_API_KEY is not set', video: 'RUNWAY_API_KEY is not set' },
+        },
+      });
+    });
+    after(() => paid.stop());
+
+    it('serves a test key\'s analysis, helpers, detected photo, video and funnel card on the sandbox renderer, while live keys get 503', async () => {
+      const live = await newAccount(paid.db, 100);
+      const test = await createKey(paid.db, live.accountId, 'ci', 'api_key_inbox', { sandbox: { sparks: 1000 } });
+      const call = apiClient(paid.baseUrl, test.apiKey);
+      const liveCall = apiClient(paid.baseUrl, live.apiKey);
+      const finishHere = (actionId: number) => paid.temporal.workflow.getHandle(actionWorkflowId(actionId)).result();
+
+      assert.equal((await liveCall('POST', `${V1}/generate/photo`, { images: [{ data: image }] })).status, 503);
+      assert.equal((await liveCall('POST', `${V1}/analyze`, { image: { data: image } })).status, 503);
+
+      const analysis = await call('POST', `${V1}/analyze`, { image: { data: image } });
+      assert.equal(analysis.status, 200, JSON.stringify(analysis.body));
+      const wishes = await call('POST', `${V1}/wishes/suggest`, { images: [{ data: image }], category_id: 'home', concept_id: 'home_interior', product_name: 'Mug', locale: 'en' });
+      assert.equal(wishes.status, 200, JSON.stringify(wishes.body));
+      const detected = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }] }); // category and name detected
+      assert.equal(detected.status, 200, JSON.stringify(detected.body));
+      const video = await call('POST', `${V1}/generate/video`, { image: { data: image }, scenario: 'slow turn' });
+      assert.equal(video.status, 200, JSON.stringify(video.body));
+
+      const funnel = (await call('POST', `${V1}/funnels`, { images: [{ data: image }], locale: 'en' })).body;
+      assert.ok(funnel.funnel_id, JSON.stringify(funnel));
+      assert.equal((await call('POST', `${V1}/funnels/${funnel.funnel_id}/idea`)).status, 200);
+      assert.equal((await call('POST', `${V1}/funnels/${funnel.funnel_id}/setup`, { aspect_ratio: '1:1', style: 'cinematic' })).status, 200);
+      const card = await call('POST', `${V1}/funnels/${funnel.funnel_id}/generate`, { answers: { audience: 'As a gift' }, idea_id: 'idea_1' });
+      assert.equal(card.status, 200, JSON.stringify(card.body));
+
+      for (const id of [detected.body.action_id, video.body.action_id, card.body.action_id]) {
+        assert.equal((await finishHere(id)).status, 'completed', `action ${id}`);
+      }
+      assert.ok(await hasSandboxBand(Buffer.from(await (await fetch((await call('GET', `${V1}/status/${card.body.action_id}`)).body.result_url)).arrayBuffer())));
+      assert.deepEqual((await liveCall('GET', `${V1}/balance`)).body, { balance: 100, available: 100, holds: 0 });
+    });
   });
 });

@@ -103,6 +103,15 @@ describe('the dashboard in Chromium', function () {
         assert.match((await page.locator('code.key').textContent())!, /^ak_test_[A-Za-z0-9]{40}$/);
         await page.getByRole('row').filter({ hasText: 'CI drills' }).getByText('Sandbox', { exact: true }).waitFor();
         await page.getByText('Sandbox sparks:').waitFor();
+        // Renamed, then limited, in place.
+        await page.getByRole('button', { name: 'Done' }).click();
+        await page.getByRole('button', { name: 'Rename CI drills' }).click();
+        await page.getByLabel('New name').fill('CI drills, renamed');
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('button', { name: 'Set limit of CI drills, renamed' }).click();
+        await page.getByLabel('Monthly spend limit in sparks (empty: none)').fill('25');
+        await page.getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('row').filter({ hasText: 'CI drills, renamed' }).getByText('0 of 25 sparks').waitFor();
         assert.deepEqual(await accessibilityProblems(page), []);
 
         // Generated with the key, the photo shows on the overview and completes there, without a reload.

@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, when } from '../api';
-import { ConfirmDialog, CopyButton, ErrorNote, useChanges } from './parts';
+import { ConfirmDialog, CopyButton, ErrorNote, InlineEdit, useChanges } from './parts';
 
 export interface Key {
   id: number; name: string; prefix: string; sandbox: boolean; default_grouping: 'api_key_inbox' | 'legacy_per_request';
@@ -120,41 +120,16 @@ export function KeysPage({ owner }: { owner: boolean }) {
 
 /** What the key spent this month (UTC) of its limit; an owner sets the limit, or leaves the field empty for none. */
 function SpendLimit({ spent, limit, keyName, onSave }: { spent: number; limit: number | null; keyName: string; onSave?: (limit: number | null) => void }) {
-  const [editing, setEditing] = useState(false);
-  const shown = limit === null ? `${spent} sparks, no limit` : `${spent} of ${limit} sparks`;
-  if (!editing || !onSave) {
-    return (
-      <span class="row">{shown}
-        {onSave && <button type="button" class="link" onClick={() => setEditing(true)} aria-label={`Set limit of ${keyName}`}>Set limit</button>}
-      </span>
-    );
-  }
   return (
-    <form class="row" onSubmit={(e) => {
-      e.preventDefault();
-      const value = String(new FormData(e.currentTarget as HTMLFormElement).get('limit') ?? '').trim();
-      setEditing(false);
-      onSave(value === '' ? null : Number(value));
-    }}>
-      <input name="limit" type="number" min={0} max={2147483647} step={1} aria-label="Monthly spend limit in sparks (empty: none)"
-        value={limit ?? ''} placeholder="No limit" autoFocus />
-      <button type="submit" class="secondary">Save</button>
-    </form>
+    <InlineEdit shown={limit === null ? `${spent} sparks, no limit` : `${spent} of ${limit} sparks`} action="Set limit" actionLabel={`Set limit of ${keyName}`}
+      input={{ type: 'number', min: 0, max: 2147483647, step: 1, 'aria-label': 'Monthly spend limit in sparks (empty: none)', value: limit ?? '', placeholder: 'No limit' }}
+      onSave={onSave && ((text) => onSave(text === '' ? null : Number(text)))} />
   );
 }
 
 function EditableName({ value, onSave }: { value: string; onSave: (name: string) => void }) {
-  const [editing, setEditing] = useState(false);
-  if (!editing) return <span class="row">{value}<button type="button" class="link" onClick={() => setEditing(true)} aria-label={`Rename ${value}`}>Rename</button></span>;
   return (
-    <form class="row" onSubmit={(e) => {
-      e.preventDefault();
-      const name = String(new FormData(e.currentTarget as HTMLFormElement).get('name') ?? '').trim();
-      setEditing(false);
-      if (name && name !== value) onSave(name);
-    }}>
-      <input name="name" aria-label="New name" value={value} maxLength={100} required autoFocus />
-      <button type="submit" class="secondary">Save</button>
-    </form>
+    <InlineEdit shown={value} action="Rename" actionLabel={`Rename ${value}`} input={{ 'aria-label': 'New name', value, maxLength: 100, required: true }}
+      onSave={(name) => { if (name && name !== value) onSave(name); }} />
   );
 }

@@ -76,6 +76,31 @@ export function ConfirmDialog({ title, children, confirm, onConfirm, onCancel }:
 }
 
 /**
+ * A value shown with a button (`action`, read out as `actionLabel`) that turns it into a one-field form; Save hands
+ * `onSave` the field's trimmed text. Without `onSave` the value is shown alone.
+ */
+export function InlineEdit({ shown, action, actionLabel, input, onSave }: {
+  shown: preact.ComponentChildren; action: string; actionLabel: string; input: preact.InputHTMLAttributes<HTMLInputElement>;
+  onSave?: (text: string) => void;
+}) {
+  const [editing, setEditing] = useState(false);
+  if (!editing || !onSave) {
+    return <span class="row">{shown}{onSave && <button type="button" class="link" onClick={() => setEditing(true)} aria-label={actionLabel}>{action}</button>}</span>;
+  }
+  return (
+    <form class="row" onSubmit={(e) => {
+      e.preventDefault();
+      const text = String(new FormData(e.currentTarget as HTMLFormElement).get('value') ?? '').trim();
+      setEditing(false);
+      onSave(text);
+    }}>
+      <input name="value" {...input} autoFocus />
+      <button type="submit" class="secondary">Save</button>
+    </form>
+  );
+}
+
+/**
  * A list the service pages by cursor (`{[field]: T[], next_cursor}`): the first page at once, `more()` appends the
  * next; a failure's message kept to show.
  */
