@@ -8,6 +8,8 @@ import { MAX_PRESIGN_SECONDS } from './storage/asset-store';
 
 /** SANDBOX_SPARKS when unset: what a sandbox starts with and is topped up to each day (UTC). */
 export const DEFAULT_SANDBOX_SPARKS = 1000;
+/** SANDBOX_SLOW_SECONDS when unset: how long the `slow` drill keeps a sandbox render `processing`. */
+export const DEFAULT_SANDBOX_SLOW_SECONDS = 30;
 
 export interface Config {
   port: number;
@@ -366,7 +368,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     secretsKey: secret('SECRETS_KEY'),
     sandboxSparks: int('SANDBOX_SPARKS', DEFAULT_SANDBOX_SPARKS),
     // Well within a render activity's 10 minutes (TIMEOUTS.provider): a longer wait would be a timeout, not `slow`.
-    sandboxSlowSeconds: within('SANDBOX_SLOW_SECONDS', int('SANDBOX_SLOW_SECONDS', 30), 1, 300, 'seconds'),
+    sandboxSlowSeconds: within('SANDBOX_SLOW_SECONDS', int('SANDBOX_SLOW_SECONDS', DEFAULT_SANDBOX_SLOW_SECONDS), 1, 300, 'seconds'),
     jobMaxAttempts: int('JOB_MAX_ATTEMPTS', 3),
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),

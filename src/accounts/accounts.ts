@@ -3,7 +3,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager, IsNull } from 'typeorm';
 import { Account, ApiKey } from '../db/entities';
 import { DefaultGrouping } from '../db/entities/api-key';
-import { grantSparks, THIS_MONTH } from '../billing/sparks';
+import { type BalanceView, grantSparks, readBalance, THIS_MONTH } from '../billing/sparks';
 import { sqlRow, sqlRows } from '../db/sql';
 
 export const MAX_ACTIVE_KEYS = 10;
@@ -124,9 +124,9 @@ async function sandboxOf(m: EntityManager, accountId: number, sparks: number): P
 }
 
 /** The sandbox's sparks of live account `accountId` (balance, available, holds), or null when it has no sandbox yet. */
-export async function sandboxBalance(db: DataSource, accountId: number): Promise<{ balance: number; available: number; holds: number } | null> {
-  const row = await sqlRow<{ balance: number; held: number }>(db.manager, 'SELECT balance, held FROM accounts WHERE sandbox_of = $1', [accountId]);
-  return row ? { balance: row.balance, available: row.balance - row.held, holds: row.held } : null;
+export async function sandboxBalance(db: DataSource, accountId: number): Promise<BalanceView | null> {
+  const sandbox = await sqlRow<{ id: number }>(db.manager, 'SELECT id FROM accounts WHERE sandbox_of = $1', [accountId]);
+  return sandbox ? readBalance(db, sandbox.id) : null;
 }
 
 /**

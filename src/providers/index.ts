@@ -4,7 +4,7 @@
  * the service still starts, the API refuses what needs it before holding anything (503), and its slot holds a
  * stand-in that refuses every call, so nothing reaches a provider that cannot answer.
  */
-import type { Config } from '../config';
+import { type Config, DEFAULT_SANDBOX_SLOW_SECONDS } from '../config';
 import { generationUnavailable } from '../errors';
 import { OutboundPolicy } from '../net/outbound';
 import { GeminiProvider } from './gemini';
@@ -27,16 +27,13 @@ export interface Providers {
   unavailable: Partial<Record<Capability, string>>;
 }
 
-/** How long the `slow` drill waits by default (SANDBOX_SLOW_SECONDS). */
-const DEFAULT_SANDBOX_SLOW_MS = 30_000;
-
 /**
  * One provider doing everything (the local renderer, or a test's scripted provider); test keys' work goes to
  * `sandbox`, by default the sandbox renderer over a local renderer of its own.
  */
 export function allFrom(provider: ImageProvider & TextProvider & VideoProvider, sandbox?: SandboxRenderer): Providers {
   const local = provider instanceof LocalRenderer ? provider : new LocalRenderer();
-  return { image: provider, text: provider, video: provider, sandbox: sandbox ?? new SandboxRenderer(local, { slowMs: DEFAULT_SANDBOX_SLOW_MS }), unavailable: {} };
+  return { image: provider, text: provider, video: provider, sandbox: sandbox ?? new SandboxRenderer(local, { slowMs: DEFAULT_SANDBOX_SLOW_SECONDS * 1000 }), unavailable: {} };
 }
 
 /** The providers whose task queues workers serve: the image and video providers' and the sandbox's. */

@@ -62,18 +62,33 @@ export interface LocalRendererOptions {
   maxConcurrent?: number;
 }
 
+/** Places for renders within their workflows' tasks: at most `places` at once (unbounded when undefined). */
+export class InProcessPlaces {
+  private taken = 0;
+
+  constructor(private readonly places?: number) {}
+
+  /** A place and its release, or undefined when every place is taken. */
+  reserve(): (() => void) | undefined {
+    if (this.places === undefined) return () => {};
+    if (this.taken >= this.places) return undefined;
+    this.taken++;
+    return () => void this.taken--;
+  }
+}
+
 export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider {
   readonly name = 'local';
   readonly inProcess = true;
   /** `maxConcurrent`, at least one; undefined: unbounded. */
   private readonly places?: number;
   private readonly limit?: ReturnType<typeof pLimit>;
-  private inProcessRenders = 0;
+  private readonly inProcessPlaces: InProcessPlaces;
 
   constructor(private readonly options: LocalRendererOptions = {}) {
-    if (options.maxConcurrent === undefined) return;
-    this.places = Math.max(1, options.maxConcurrent);
-    this.limit = pLimit(this.places);
+    this.places = options.maxConcurrent === undefined ? undefined : Math.max(1, options.maxConcurrent);
+    this.limit = this.places === undefined ? undefined : pLimit(this.places);
+    this.inProcessPlaces = new InProcessPlaces(this.places);
   }
 
   /**
@@ -82,10 +97,7 @@ export class LocalRenderer implements ImageProvider, TextProvider, VideoProvider
    * nothing and always has room.
    */
   reserveInProcess(): (() => void) | undefined {
-    if (this.zeroCost || this.places === undefined) return () => {};
-    if (this.inProcessRenders >= this.places) return undefined;
-    this.inProcessRenders++;
-    return () => void this.inProcessRenders--;
+    return this.zeroCost ? () => {} : this.inProcessPlaces.reserve();
   }
 
   /** Runs a render within `maxConcurrent`; one cancelled while it waited for its turn does not start. */

@@ -7,7 +7,7 @@
 import sharp from 'sharp';
 import type { Locale } from '../../locale';
 import { pause } from '../local-renderer/compose';
-import type { LocalRenderer } from '../local-renderer';
+import { InProcessPlaces, type LocalRenderer } from '../local-renderer';
 import {
   CardJob, EditJob, FunnelProductJob, IdeaJob, ImageKind, ImageProvider, PhotoJob, ProviderError, RenderedAsset, ScenarioJob, TextProvider,
   VideoJob, VideoProgress, VideoProvider, WishesJob,
@@ -46,20 +46,19 @@ export class SandboxRenderer implements ImageProvider, TextProvider, VideoProvid
   /** Videos render in-process, as the local renderer's: there is never a task to poll. */
   readonly pollIntervalSeconds = 1;
 
-  private inProcessRenders = 0;
+  private readonly inProcessPlaces: InProcessPlaces;
 
   /**
    * `local`: the renderer that does the work (the process's own: its renders share its bound); `slowMs`: the `slow`
    * drill's wait; `places`: sandbox renders at once within their workflows' tasks (`reserveInProcess`), counted apart
    * from the live renderer's, so that test keys (a `slow` drill waits in its place) never take live renders' places.
    */
-  constructor(private readonly local: LocalRenderer, private readonly options: { slowMs: number; places?: number }) {}
+  constructor(private readonly local: LocalRenderer, private readonly options: { slowMs: number; places?: number }) {
+    this.inProcessPlaces = new InProcessPlaces(options.places);
+  }
 
   reserveInProcess(): (() => void) | undefined {
-    if (this.options.places === undefined) return () => {};
-    if (this.inProcessRenders >= this.options.places) return undefined;
-    this.inProcessRenders++;
-    return () => void this.inProcessRenders--;
+    return this.inProcessPlaces.reserve();
   }
 
   typicalSeconds(kind?: ImageKind | 'video'): number {
