@@ -5,6 +5,7 @@ import { createWebhookDeliveryActivities } from './webhook-delivery';
 import { createJobLifecycleActivities } from './job-lifecycle';
 import { createFunnelActivities } from './funnel';
 import { createHousekeepingActivities } from './housekeeping';
+import { createBatchActivities } from './batch';
 
 export type { ActivityDeps } from './deps';
 
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createJobLifecycleActivities(deps),
     ...createFunnelActivities(deps),
     ...createHousekeepingActivities(deps),
+    ...createBatchActivities(deps),
   };
 }
 

@@ -35,6 +35,7 @@ import { statusRoutes } from './routes/status';
 import { uploadRoutes } from './routes/uploads';
 import { webhookRoutes } from './routes/webhooks';
 import { jobRoutes } from './routes/jobs';
+import { batchRoutes } from './routes/batches';
 import type { ApiServices } from './services';
 import { billingRoutes } from './dashboard/billing-routes';
 import { galleryRoutes } from './dashboard/gallery-routes';
@@ -62,7 +63,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
         ...funnelRoutes(services), ...eventFeedRoutes(services, 'v1'),
       ],
     },
-    { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [...jobRoutes(services), ...eventFeedRoutes(services, 'v2')] },
+    { prefix: V2_PREFIX, authenticated: true, documented: true, routes: [...jobRoutes(services), ...batchRoutes(services), ...eventFeedRoutes(services, 'v2')] },
     // The dashboard's own routes: a user session (api/dashboard/session-guard.ts), never an API key, not in the OpenAPI document.
     ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
@@ -166,7 +167,7 @@ export function createApp(services: ApiServices): Koa {
           route.authorize?.(ctx);
           return next();
         };
-        router[route.method](toKoaPath(route.path), authorize, jsonBody(bodyLimit(route), services.bodyBytesInFlight, bodyIdleMs), handler(route));
+        router[route.method](toKoaPath(route.path), authorize, jsonBody(bodyLimit(route), services.bodyBytesInFlight, bodyIdleMs, { values: route.bodyValues, ndjsonLines: route.ndjsonLines }), handler(route));
       }
       else router[route.method](toKoaPath(route.path), handler(route));
     }

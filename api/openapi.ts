@@ -96,7 +96,15 @@ function operation(route: Route, group: RouteGroup) {
       ...(route.headers ?? []).map((h) => ({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema })),
       ...(group.authenticated ? [SANDBOX_SCENARIO_PARAMETER] : []),
     ],
-    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: publish(route.body) } } } } : {}),
+    ...(route.body ? {
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': { schema: publish(route.body) },
+          ...(route.ndjsonLines ? { 'application/x-ndjson': { schema: { type: 'string', description: `Up to ${route.ndjsonLines} lines, one item object per line` } } } : {}),
+        },
+      },
+    } : {}),
     responses,
   };
 }

@@ -7,6 +7,9 @@ export const V2_PREFIX = '/api/v2';
 
 export type JsonSchema = Record<string, unknown>;
 
+/** A UUID path parameter (job and batch ids); anything else is the same 404 as an unknown id. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export interface RouteResponse {
   description: string;
   schema?: JsonSchema;
@@ -35,6 +38,15 @@ export interface Route {
    * `request_too_large`), so no request can make the API buffer more than its largest legal body.
    */
   bodyImages?: number;
+  /** A body limit of its own (413 `request_too_large` past it), instead of the one `bodyImages` implies. */
+  bodyBytes?: number;
+  /** A body may hold this many JSON values (MAX_JSON_VALUES unless set). */
+  bodyValues?: number;
+  /**
+   * The body may also be `application/x-ndjson`, one object per line, up to this many lines: the handler gets
+   * `{items: [...]}` and `ctx.state.ndjson` says each item's line (NdjsonLines).
+   */
+  ndjsonLines?: number;
   /** Request headers the handler reads (documented only). */
   headers?: { name: string; description: string; schema: JsonSchema }[];
   responses: Record<number, RouteResponse>;
@@ -62,7 +74,8 @@ const MAX_BASE64_IMAGE_BYTES = Math.ceil(MAX_IMAGE_BYTES / 3) * 4;
 export const DEFAULT_BODY_LIMIT_BYTES = 128 * 1024;
 
 /** The most a route's body may weigh, and the 413 code past it. */
-export function bodyLimit(route: Pick<Route, 'bodyImages'>): { bytes: number; code: 'image_too_large' | 'request_too_large' } {
+export function bodyLimit(route: Pick<Route, 'bodyImages' | 'bodyBytes'>): { bytes: number; code: 'image_too_large' | 'request_too_large' } {
+  if (route.bodyBytes) return { bytes: route.bodyBytes, code: 'request_too_large' };
   if (!route.bodyImages) return { bytes: DEFAULT_BODY_LIMIT_BYTES, code: 'request_too_large' };
   return { bytes: route.bodyImages * MAX_BASE64_IMAGE_BYTES + 1024 * 1024, code: 'image_too_large' };
 }

@@ -113,7 +113,11 @@ async function main(mode: Mode): Promise<void> {
   let workerRuns: Promise<unknown>[] = [];
   let workerRun: Promise<unknown> | undefined;
   if (mode !== 'api') {
-    const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: { db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs, sandboxSparks: config.sandboxSparks } };
+    const setup = { address, namespace: config.temporalNamespace, taskQueue: config.taskQueue, deps: {
+      db, store, providers, outbound, secrets, webhookRetryInitialMs: config.webhookRetryInitialMs, sandboxSparks: config.sandboxSparks,
+      config: { taskQueue: config.taskQueue, jobMaxAttempts: config.jobMaxAttempts, jobRetryBackoffMs: config.jobRetryBackoffMs },
+      batchLimits: config.batchLimits,
+    } };
     const { main: servesMain, providers: providerNames } = queues!;
     const connection = workerConnection!; // opened above for every mode but `api`
     if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);

@@ -22,6 +22,8 @@ import { ActionThumbnails1732300000021 } from './1732300000021-ActionThumbnails'
 import { KeySpendLimits1732300000022 } from './1732300000022-KeySpendLimits';
 import { AccountEvents1732300000023 } from './1732300000023-AccountEvents';
 import { SandboxAccounts1732300000024 } from './1732300000024-SandboxAccounts';
+import { FeedRowsFromEvents1732300000025 } from './1732300000025-FeedRowsFromEvents';
+import { Batches1732300000026 } from './1732300000026-Batches';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -45,4 +47,6 @@ export const migrations = [
   KeySpendLimits1732300000022,
   AccountEvents1732300000023,
   SandboxAccounts1732300000024,
+  FeedRowsFromEvents1732300000025,
+  Batches1732300000026,
 ];

@@ -99,6 +99,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   else args.push('--headless');
   if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
   for (const [key, type] of Object.entries(SEARCH_ATTRIBUTE_REGISTRATIONS)) args.push('--search-attribute', `${key}=${type}`);
+  // Task priority and fairness (a batch's tasks wait behind interactive ones, accounts share fairly): off by default
+  // in server 1.29 (deploy/temporal/dynamicconfig.yaml turns it on for the cluster too).
+  args.push('--dynamic-config-value', 'matching.enableFairness=true');
 
   const address = `127.0.0.1:${options.port}`;
   const { stop } = await startToolProcess({

@@ -11,6 +11,9 @@ export const DEFAULT_SANDBOX_SPARKS = 1000;
 /** SANDBOX_SLOW_SECONDS when unset: how long the `slow` drill keeps a sandbox render `processing`. */
 export const DEFAULT_SANDBOX_SLOW_SECONDS = 30;
 
+/** BATCH_ITEMS_IN_FLIGHT and BATCH_ACCOUNT_ITEMS_IN_FLIGHT when unset: a batch's items running at once, and an account's batches' together. */
+export const DEFAULT_BATCH_LIMITS = { itemsInFlight: 50, accountItemsInFlight: 100 };
+
 export interface Config {
   port: number;
   publicBaseUrl: string;
@@ -54,6 +57,8 @@ export interface Config {
   sandboxSlowSeconds: number;
   /** Provider attempts of a v2 job before it ends in `dead_letter`. */
   jobMaxAttempts: number;
+  /** A batch's items running at once, and the items of an account's running batches together (split among them). */
+  batchLimits: { itemsInFlight: number; accountItemsInFlight: number };
   /** First backoff between a v2 job's attempts (then doubling). */
   jobRetryBackoffMs: number;
   /** The ffmpeg binary of the local renderer; else one on PATH, else the one shipped in node_modules. */
@@ -370,6 +375,10 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     // Well within a render activity's 10 minutes (TIMEOUTS.provider): a longer wait would be a timeout, not `slow`.
     sandboxSlowSeconds: within('SANDBOX_SLOW_SECONDS', int('SANDBOX_SLOW_SECONDS', DEFAULT_SANDBOX_SLOW_SECONDS), 1, 300, 'seconds'),
     jobMaxAttempts: int('JOB_MAX_ATTEMPTS', 3),
+    batchLimits: {
+      itemsInFlight: within('BATCH_ITEMS_IN_FLIGHT', int('BATCH_ITEMS_IN_FLIGHT', DEFAULT_BATCH_LIMITS.itemsInFlight), 1, 1000, 'items'),
+      accountItemsInFlight: within('BATCH_ACCOUNT_ITEMS_IN_FLIGHT', int('BATCH_ACCOUNT_ITEMS_IN_FLIGHT', DEFAULT_BATCH_LIMITS.accountItemsInFlight), 1, 2000, 'items'),
+    },
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),
     reconcileGraceSeconds: int('RECONCILE_GRACE_SECONDS', 120),

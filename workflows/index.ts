@@ -5,6 +5,7 @@ export { jobWorkflow } from './job';
 export { announcementWorkflow } from './announcement';
 export { funnelWorkflow } from './funnel';
 export { housekeepingWorkflow } from './housekeeping';
+export { batchWorkflow } from './batch';
 
 import type { WorkflowContract } from '../src/temporal/contract';
 import type * as implemented from '.';

@@ -11,7 +11,8 @@ import { RATE_LIMIT_WINDOW_SECONDS } from '../../src/housekeeping/retention';
 import { CATEGORIES } from '../../src/generation/catalogue';
 import { AppError } from '../../src/errors';
 import type { Caller } from '../../src/services';
-import { checkCardRequest, generationRequests } from '../generation-requests';
+import { generationRequests } from '../generation-requests';
+import { checkCardOrder } from '../../src/generation/prepare';
 import { send } from '../idempotency';
 import type { Route } from '../route';
 import { cardRequestSchema, photoRequestSchema, videoRequestSchema } from '../schemas/generate';
@@ -61,7 +62,7 @@ export function tryRoutes(services: ApiServices): Route[] {
       bodyImages: images,
       responses: { 200: { description: 'Accepted: the answer of POST /generate/' + product } },
       async handle(ctx, { body, user }) {
-        if (product === 'card') checkCardRequest(body.request);
+        if (product === 'card') checkCardOrder(body.request);
         const caller = await callerOf(ctx, user.accountId, body.key_id);
         // A project of another account is a 404 here, as every other account's id in the dashboard.
         send(ctx, await hidingOtherAccounts(accept[product](caller, body.request, ctx.get('Accept-Language')), `Project ${body.request.project_id}`));

@@ -62,7 +62,7 @@ function stringEnd(text: string, start: number): number {
  * Why JSON text is too deep or too wide to parse, if it is: counted on the text (strings skipped), so a hostile
  * body costs neither heap for millions of values nor stack in the walks that follow.
  */
-function jsonShapeIssue(text: string): { msg: string; type: string } | undefined {
+function jsonShapeIssue(text: string, maxValues = MAX_JSON_VALUES): { msg: string; type: string } | undefined {
   let depth = 0;
   let values = 0;
   for (let i = 0; i < text.length; i++) {
@@ -73,7 +73,7 @@ function jsonShapeIssue(text: string): { msg: string; type: string } | undefined
       values++;
     } else if (c === 0x5d || c === 0x7d) depth--; // ] }
     else if (c === 0x2c) values++; // ,
-    if (values > MAX_JSON_VALUES) return { msg: `must not hold more than ${MAX_JSON_VALUES} values`, type: 'maxValues' };
+    if (values > maxValues) return { msg: `must not hold more than ${maxValues} values`, type: 'maxValues' };
   }
   return undefined;
 }
@@ -144,14 +144,83 @@ async function readText(req: IncomingMessage, limit: { bytes: number; code: stri
   return raw.toString('utf8');
 }
 
+/** What a route's body may be besides its byte limit: more JSON values, or NDJSON lines (Route). */
+export interface BodyShape { values?: number; ndjsonLines?: number }
+
+/** NDJSON issues reported at most (a body of 10,000 broken lines answers the first ones and how many there are). */
+const MAX_LINE_ISSUES = 100;
+
+/**
+ * An NDJSON body as `{items}`: each non-empty line one JSON object, each checked as a JSON body is; every broken
+ * line is reported at once (422, `loc` `["body", <line number>]`, from 1), and more lines than `maxLines` is 422.
+ */
+function parseNdjson(text: string, maxLines: number): { body: { items: unknown[] }; lines: NdjsonLines } {
+  const lines = text.split('\n');
+  const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
+  const items: unknown[] = [];
+  const numbers: number[] = [];
+  const bytes: number[] = [];
+  let broken = 0;
+  const report = (line: number, msg: string, type: string) => {
+    broken++;
+    if (issues.length < MAX_LINE_ISSUES) issues.push({ loc: ['body', line], msg, type });
+  };
+  for (const [index, raw] of lines.entries()) {
+    const line = raw.trim();
+    if (line === '') continue;
+    if (items.length + broken >= maxLines) {
+      throw new ValidationFailed([{ loc: ['body'], msg: `must not hold more than ${maxLines} lines (line ${index + 1} is one more)`, type: 'maxItems' }]);
+    }
+    const shape = jsonShapeIssue(line);
+    if (shape) {
+      report(index + 1, shape.msg, shape.type);
+      continue;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      report(index + 1, 'is not valid JSON', 'json');
+      continue;
+    }
+    if (!value || typeof value !== 'object' || Array.isArray(value)) {
+      report(index + 1, 'must be a JSON object', 'type');
+      continue;
+    }
+    const unfit = findUnstorable(value, ['body', index + 1]);
+    if (unfit) {
+      broken++;
+      if (issues.length < MAX_LINE_ISSUES) issues.push(unfit);
+      continue;
+    }
+    items.push(value);
+    numbers.push(index + 1);
+    bytes.push(Buffer.byteLength(line));
+  }
+  if (broken > issues.length) issues.push({ loc: ['body'], msg: `${broken - issues.length} more lines are broken`, type: 'json' });
+  if (issues.length > 0) throw new ValidationFailed(issues);
+  if (items.length === 0) throw new ValidationFailed([{ loc: ['body'], msg: 'must hold at least one line', type: 'minItems' }]);
+  return { body: { items }, lines: { numbers, bytes } };
+}
+
+/** Where each item of an NDJSON body was: its line number and its length in bytes (`ctx.state.ndjson`). */
+export interface NdjsonLines { numbers: number[]; bytes: number[] }
+
 /** The parsed body (undefined when empty), checked for shape and storable strings; the text dies with this call. */
-async function readJson(ctx: Context, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation, idleMs: number): Promise<unknown> {
+async function readJson(
+  ctx: Context, limit: { bytes: number; code: string }, declared: number, reservation: BodyReservation, idleMs: number, shapeOf: BodyShape,
+): Promise<unknown> {
   const text = await readText(ctx.req, limit, declared, reservation, idleMs);
   if (text.trim() === '') return undefined;
-  if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
-    throw badRequest('Content-Type must be application/json');
+  if (shapeOf.ndjsonLines && ctx.is('application/x-ndjson')) {
+    const { body, lines } = parseNdjson(text, shapeOf.ndjsonLines);
+    ctx.state.ndjson = lines;
+    return body;
   }
-  const shape = jsonShapeIssue(text);
+  if (!ctx.is('application/json', 'json', '+json') && ctx.get('Content-Type')) {
+    throw badRequest(`Content-Type must be application/json${shapeOf.ndjsonLines ? ' or application/x-ndjson' : ''}`);
+  }
+  const shape = jsonShapeIssue(text, shapeOf.values);
   if (shape) throw new ValidationFailed([{ loc: ['body'], ...shape }]);
   let body: unknown;
   try {
@@ -172,7 +241,7 @@ async function readJson(ctx: Context, limit: { bytes: number; code: string }, de
  * falls more than `idleMs` behind MIN_BODY_BYTES_PER_SECOND. The body's bytes stay reserved until the handler has
  * finished.
  */
-export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyBytesInFlight, idleMs: number): Middleware {
+export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyBytesInFlight, idleMs: number, shape: BodyShape = {}): Middleware {
   return async (ctx, next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);
@@ -180,7 +249,7 @@ export function jsonBody(limit: { bytes: number; code: string }, inFlight: BodyB
     const reservation = inFlight.reserve();
     try {
       if (!reservation.take(declared)) throw noRoom();
-      (ctx.request as { body?: unknown }).body = await readJson(ctx, limit, declared, reservation, idleMs);
+      (ctx.request as { body?: unknown }).body = await readJson(ctx, limit, declared, reservation, idleMs, shape);
       await next();
     } finally {
       reservation.release();

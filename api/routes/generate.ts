@@ -4,7 +4,8 @@
  */
 import type { Context } from 'koa';
 import type { Caller } from '../../src/services';
-import { checkCardRequest, generationRequests } from '../generation-requests';
+import { generationRequests } from '../generation-requests';
+import { checkCardOrder } from '../../src/generation/prepare';
 import { GENERATION_ERRORS } from '../generation';
 import { answerRepeat, idempotencyHeader, send } from '../idempotency';
 import type { Route } from '../route';
@@ -47,7 +48,7 @@ export function generateRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { body }: { body: CardRequest }) {
         const caller = ctx.state.caller as Caller;
-        checkCardRequest(body);
+        checkCardOrder(body);
         const { claim, done } = await replayed(ctx, 'v1:generate/card', body);
         if (done) return;
         const response = await accept.card(caller, body, ctx.get('Accept-Language'), claim);

@@ -6,13 +6,13 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { type JobRow, jobReader } from '../../src/jobs/store';
 import type { EditParams } from '../../src/actions/params';
-import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/jobs/lifecycle';
+import { checkAgainInSec, JOB_PHASES, JOB_STATUSES, JOB_TYPES, JobStatus, JobType, TERMINAL_JOB_STATUSES } from '../../src/jobs/lifecycle';
 import { readPriceList } from '../../src/billing/pricing';
 import { cancelJob } from '../../src/actions/cancel';
 import { newVersionOf, submitAction } from '../../src/actions/submit';
 import { answerRepeat, send, idempotencyHeader } from '../idempotency';
 import { notFound } from '../../src/errors';
-import { type Route, V2_PREFIX } from '../route';
+import { type Route, UUID, V2_PREFIX } from '../route';
 import { PhotoRequest, photoRequestSchema } from '../schemas/generate';
 import type { ApiServices } from '../services';
 import type { Caller } from '../../src/services';
@@ -24,7 +24,6 @@ import { lastEventId, lastEventIdHeaders, lastEventIdQuery, streamActionEvents }
 import { actionEventStreamResponses } from '../live/event-schemas';
 
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const jobIdPath = { type: 'object', required: ['job_id'], properties: { job_id: { type: 'string', maxLength: 64, description: 'UUID' } } };
 
 const createJobSchema = {
@@ -47,7 +46,7 @@ const jobSchema = {
   required: ['job_id', 'type', 'status', 'phase', 'retryable', 'error_code', 'error_message', 'result', 'resource_id', 'created_at', 'started_at', 'completed_at', 'check_again_in_sec', ...MONEY_FIELDS],
   properties: {
     job_id: { type: 'string', format: 'uuid' },
-    type: { type: 'string', enum: ['generation.execute', 'edit.execute'] },
+    type: { type: 'string', enum: [...JOB_TYPES] },
     status: { type: 'string', enum: [...JOB_STATUSES] },
     phase: { type: 'string', description: `One of ${JOB_PHASES.join(', ')}; the list can grow` },
     retryable: { type: 'boolean', description: 'Whether sending the same request again could succeed' },

@@ -5,6 +5,8 @@ import { Account, ApiKey } from '../db/entities';
 import { DefaultGrouping } from '../db/entities/api-key';
 import { type BalanceView, grantSparks, readBalance, THIS_MONTH } from '../billing/sparks';
 import { sqlRow, sqlRows } from '../db/sql';
+import type { Caller } from '../services';
+import type { SandboxScenario } from '../providers/sandbox';
 
 export const MAX_ACTIVE_KEYS = 10;
 /**
@@ -287,4 +289,19 @@ export async function countKeyUse(db: DataSource, accountId: number, keyId: numb
            a.balance - a.held AS available
       FROM api_key JOIN counted ON counted.key_id = api_key.id JOIN accounts a ON a.id = api_key.account_id, clock`,
   [keyId, accountId, windowSeconds]);
+}
+
+/**
+ * The caller that a key's stored work is attributed to when it runs later (a batch's items): the key as the auth
+ * middleware reads it, revoked or not (the work was accepted while it was active), a test key's work on the
+ * sandbox renderer with `scenario`. Its sparks are checked by each hold, not on arrival.
+ */
+export async function callerOfKey(m: EntityManager, keyId: number, scenario?: SandboxScenario): Promise<Caller | undefined> {
+  const key = await sqlRow<{ account_id: number; name: string; default_grouping: DefaultGrouping; sandbox: boolean }>(m,
+    'SELECT k.account_id, k.name, k.default_grouping, a.sandbox_of IS NOT NULL AS sandbox FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = $1', [keyId]);
+  if (!key) return undefined;
+  return {
+    accountId: key.account_id, keyId, keyName: key.name, defaultGrouping: key.default_grouping, availableOnArrival: Number.MAX_SAFE_INTEGER,
+    ...(key.sandbox ? { sandbox: { scenario } } : {}),
+  };
 }

@@ -45,6 +45,8 @@ export interface NewAction<R> {
   inputs?: CheckedImage[];
   /** Set for a v2 job: its row is written in the same transaction and the job workflow runs the action. */
   job?: { id: string; type: JobType };
+  /** `parent`: a workflow starts the job's workflow as its child (a batch's item): nothing is started here. */
+  startedBy?: 'parent';
   /** The success status (200 for v1, 202 for v2 jobs), stored with the response so repeats get it too. */
   status?: number;
   /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
@@ -57,6 +59,13 @@ export interface NewAction<R> {
 }
 
 export interface PlacedAction { actionId: number; projectId: number; cardId: number }
+
+/**
+ * What an accept needs of the process: the API's services, or a worker's (a batch's item is accepted by its
+ * workflow's activity, which starts nothing: `startedBy: 'parent'`).
+ */
+export type SubmitServices = Pick<Services, 'db' | 'providers' | 'outbound' | 'store'> & Partial<Pick<Services, 'temporal'>>
+  & { config: Pick<Services['config'], 'taskQueue' | 'jobMaxAttempts' | 'jobRetryBackoffMs'> };
 
 /**
  * The provider that serves this product, and where its calls run (a test's stack routes its starts alike); a test
@@ -75,7 +84,7 @@ export function routeFor(
 }
 
 /** The accept statement's card, project and ids, taken before it (ids from their sequences, ahead). */
-async function choosePlace(services: Services, spec: NewAction<unknown>) {
+async function choosePlace(services: SubmitServices, spec: NewAction<unknown>) {
   const { db } = services;
   const ids = idBlocks(db);
   const placement = spec.placement;
@@ -99,7 +108,7 @@ async function choosePlace(services: Services, spec: NewAction<unknown>) {
  * starts the workflow. A route that records more with the accept (`alsoRecord`) runs the statement in a transaction
  * of its own with that.
  */
-async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise<StoredResponse> {
+async function placeAndStart<R>(services: SubmitServices, spec: NewAction<R>): Promise<StoredResponse> {
   const { db, temporal, config } = services;
   // Plainly unpaid: 402 without a write (and without the failed commit that would otherwise refuse it). The balance
   // read with the key may be stale by now (images fetched, a wait for an earlier request with the same key), so a
@@ -144,7 +153,11 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
   // Idempotency-Key asks Temporal whether the workflow exists, and the reconciler abandons a start that never happened.
   try {
     await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
-    if (spec.job) {
+    if (spec.startedBy === 'parent') {
+      // Its parent workflow starts it, with the job's id.
+    } else if (!temporal) {
+      throw new Error('a workflow start needs the Temporal client');
+    } else if (spec.job) {
       await startJobWorkflow(temporal, config, {
         jobId: spec.job.id, type: spec.job.type, actionId: placed.actionId, accountId, provider: provider.route,
       });
@@ -168,7 +181,7 @@ async function placeAndStart<R>(services: Services, spec: NewAction<R>): Promise
   }
   // A start that took long enough for the reconciler to have abandoned it meanwhile (it waits START_GRACE_SECONDS)
   // is confirmed before it is answered: the answer must match what happens to the action.
-  if (Date.now() - committedAt > SLOW_START_MS && !(await confirmStart(db.manager, placed.actionId))) throw generationUnavailable();
+  if (spec.startedBy !== 'parent' && Date.now() - committedAt > SLOW_START_MS && !(await confirmStart(db.manager, placed.actionId))) throw generationUnavailable();
   actionsTotal.inc({ product: spec.product, provider: provider.name, outcome: 'accepted' });
   if (spec.job) jobsTotal.inc({ type: spec.job.type, outcome: 'accepted' });
   return response;
@@ -185,7 +198,7 @@ const withDrill = (params: object, caller: Caller): object =>
 const shapeOf = (text: string): string => createHash('sha1').update(text).digest('hex').slice(0, 12);
 
 /** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
-export async function submitAction<R>(services: Services, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
+export async function submitAction<R>(services: SubmitServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
   requireProvider(services, spec.product === 'video' ? 'video' : 'image', spec.caller);
   if (spec.webhookUrl) await checkWebhookUrl(services.outbound, spec.webhookUrl, 'webhook_url');
   for (let round = 0; ; round++) {
@@ -196,7 +209,7 @@ export async function submitAction<R>(services: Services, spec: NewAction<R>): P
       if (!err.inFlight) return { ...err.response, replayed: true };
       // The first request with this key committed but has not started its workflow yet: wait for it to settle,
       // then answer as it ended (its stored answer, or a fresh try when it was abandoned).
-      if (round >= 2 || !(await awaitStartSettled(services, spec.idempotency!))) throw keyInFlight();
+      if (round >= 2 || !services.temporal || !(await awaitStartSettled({ db: services.db, temporal: services.temporal }, spec.idempotency!))) throw keyInFlight();
     }
   }
 }

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { findUpload } from './uploads';
-import { decodableImage, ImageRefused, usableImage, type UsableImage } from './image-limits';
+import { decodableImage, ImageRefused, type StoredImageFormat, usableImage, type UsableImage } from './image-limits';
 import { OutboundFailed, OutboundRefused, OutboundTooLarge } from '../net/outbound';
 import { AppError, badRequest, generationUnavailable, imageTooLarge } from '../errors';
 import { HeicConversionTimedOut, HeicConverterBusy, heicToJpeg } from './heic-converter';
@@ -22,7 +22,19 @@ export interface CheckedImage extends UsableImage {
   storedKey?: string;
 }
 
-export interface ImageInput { url?: string; data?: string; media_type?: string }
+export interface ImageInput {
+  url?: string;
+  data?: string;
+  media_type?: string;
+  /**
+   * An image already stored and checked: a batch item's upload, pinned when the batch was made (`pinUpload`). Read
+   * only by a reader made with `{ stored: true }` (a batch's items); every other reader ignores it.
+   */
+  stored?: StoredImage;
+}
+
+/** A stored, checked image: its input key and what its check found. */
+export interface StoredImage { key: string; format: StoredImageFormat; width: number; height: number }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -105,7 +117,7 @@ export function inputKey(image: Pick<CheckedImage, 'bytes' | 'format'>): string 
   return `inputs/${createHash('sha256').update(image.bytes).digest('hex')}.${EXTENSIONS[image.format]}`;
 }
 
-export function imageReader({ db, store, outbound }: Pick<Services, 'db' | 'store' | 'outbound'>) {
+export function imageReader({ db, store, outbound }: Pick<Services, 'db' | 'store' | 'outbound'>, options: { stored?: boolean } = {}) {
   async function fromUrl(url: string, where: string, pixels: PixelCheck): Promise<CheckedImage> {
     try {
       const { bytes } = await outbound.fetchBytes(url, { maxBytes: MAX_IMAGE_BYTES, timeoutMs: URL_FETCH_TIMEOUT_MS });
@@ -129,6 +141,10 @@ export function imageReader({ db, store, outbound }: Pick<Services, 'db' | 'stor
 
   /** Reads one ImageInput of the calling account, checked as `pixels` says. */
   return async function readImage(input: ImageInput, where: string, accountId: number, pixels: PixelCheck = 'decode'): Promise<CheckedImage> {
+    if (options.stored && input.stored) {
+      const { key, format, width, height } = input.stored;
+      return { bytes: await store.read(key), format, width, height, decoded: true, storedKey: key };
+    }
     if (input.url !== undefined) return fromUrl(input.url, where, pixels);
     if (input.data!.startsWith('upl_')) return fromUpload(input.data!, where, accountId);
     return checkImage(decodeBase64Image(input.data!, where), where, pixels);

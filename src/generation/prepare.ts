@@ -4,7 +4,7 @@
  * product name) from the catalogue or the text provider's analysis, price it, and say where its card goes.
  */
 import { Action } from '../db/entities';
-import type { PhotoParams } from '../actions/params';
+import type { CardParams, PhotoParams, VideoParams } from '../actions/params';
 import type { Placement } from '../actions/submit';
 import { requireProvider, textFor } from '../providers';
 import { priceOf, readPriceList } from '../billing/pricing';
@@ -30,12 +30,49 @@ export interface PhotoOrder {
   locale?: Locale;
 }
 
+/** A marketing card as the contract orders it (v1 `generate/card`, a batch's `card` item). */
+export interface CardOrder {
+  images: ImageInput[];
+  category_id?: string;
+  concept_id: string;
+  product_name?: string;
+  user_text?: string;
+  design_key?: string;
+  creativity: number;
+  design_reference_image?: ImageInput;
+  aspect_ratio: string;
+  style: 'infographic' | 'cinematic';
+  locale?: Locale;
+}
+
+/** A video as the contract orders it (v1 `generate/video`, a batch's `video` item). */
+export interface VideoOrder {
+  image: ImageInput;
+  scenario: string;
+  duration_sec: 5 | 10;
+  loop_mode: boolean;
+  card_mode: boolean;
+  final_frame?: ImageInput;
+  aspect_ratio: string;
+}
+
+/** The smallest side of a video's image (400 `image_too_small` below it, before anything is charged). */
+export const MIN_VIDEO_SIDE = 300;
+
+/** What a card request may not combine (400 `unsupported_parameter`), checked before anything else. */
+export function checkCardOrder(body: Pick<CardOrder, 'style' | 'design_key' | 'design_reference_image'>): void {
+  if (body.style === 'cinematic') {
+    if (body.design_key !== undefined) throw unsupportedParameter('design_key is only supported with style infographic');
+    if (body.design_reference_image !== undefined) throw unsupportedParameter('design_reference_image is only supported with style infographic');
+  }
+}
+
 export interface Detected { categoryId: string; conceptId: string; productName: string; qualities?: string[]; detected: boolean }
 
 /** The preparation every generation endpoint (v1 and v2) is made of, for one process's services. */
-export function generationPreparation(services: Services) {
+export function generationPreparation(services: Pick<Services, 'db' | 'providers' | 'store' | 'outbound'>, options: { storedImages?: boolean } = {}) {
   const { db, providers } = services;
-  const readImage = imageReader(services);
+  const readImage = imageReader(services, { stored: options.storedImages });
 
   async function readImages(inputs: ImageInput[], field: string, caller: Caller, pixels: PixelCheck = 'decode'): Promise<CheckedImage[]> {
     const images: CheckedImage[] = [];
@@ -76,7 +113,7 @@ export function generationPreparation(services: Services) {
     return { categoryId, conceptId, productName, qualities, detected };
   }
 
-  /** A new card grouped by project_id or the key's default, its project named after the product. */
+    /** A new card grouped by project_id or the key's default, its project named after the product. */
   const newCard = (body: { project_id?: number; aspect_ratio: string }, found: Detected, ownProject?: 'api_v2'): Placement => ({
     kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'photo', ownProject,
     hints: { name: found.productName, productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId },
@@ -99,9 +136,52 @@ export function generationPreparation(services: Services) {
     return { found, price, params, images };
   }
 
-  return { readImage, readImages, detect, newCard, preparePhoto };
+  /** A card request made ready to submit (images read by their headers: the worker decodes them, or the analysis). */
+  async function prepareCard(body: CardOrder, caller: Caller, acceptLanguage: string | undefined) {
+    const locale = resolveLocale(body.locale, acceptLanguage);
+    const images = await readImages(body.images, 'images', caller, 'header');
+    const reference = body.design_reference_image
+      ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId, 'header') : undefined;
+    const found = await detect(caller, images, locale, body, body.concept_id, body.user_text === undefined);
+    const params: CardParams = {
+      inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0],
+      productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
+      userText: body.user_text ?? found.qualities!.join('\n'), style: body.style,
+      designKey: body.style === 'infographic' ? body.design_key : undefined,
+      creativity: body.style === 'infographic' ? body.creativity : 0, aspectRatio: body.aspect_ratio, locale,
+    };
+    const price = priceOf(await readPriceList(db), { product: 'card' });
+    return { found, price, params, images: reference ? [...images, reference] : images };
+  }
+
+  /**
+   * A video request made ready to submit: its image read by its header (the worker decodes it) and at least
+   * MIN_VIDEO_SIDE on each side; the final frame decoded here, since a provider may not read it (Runway's
+   * gen4_turbo is not sent one) and a damaged one must not pass unnoticed.
+   */
+  async function prepareVideo(body: VideoOrder, caller: Caller) {
+    const image = await readImage(body.image, 'image', caller.accountId, 'header');
+    if (image.width < MIN_VIDEO_SIDE || image.height < MIN_VIDEO_SIDE) {
+      throw new AppError(400, 'image_too_small', `image is ${image.width}x${image.height}; a video needs at least ${MIN_VIDEO_SIDE}x${MIN_VIDEO_SIDE}`);
+    }
+    const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
+    const params: VideoParams = {
+      input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario,
+      durationSec: body.duration_sec, loopMode: body.loop_mode, cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
+    };
+    const price = priceOf(await readPriceList(db), { product: 'video', durationSec: body.duration_sec });
+    return { price, params, images: final ? [image, final] : [image] };
+  }
+
+  return { readImage, readImages, detect, newCard, preparePhoto, prepareCard, prepareVideo };
 }
 
+
+/** A video's new card: grouped by project_id or the key's default (nothing is detected for a video). */
+export const newVideoCard = (body: { project_id?: number; aspect_ratio: string }, ownProject?: 'api_v2'): Placement => ({
+  kind: 'new-card', projectId: body.project_id, aspectRatio: body.aspect_ratio, contentType: 'video', ownProject,
+  hints: { name: null, productName: null, categoryId: null, conceptId: null },
+});
 
 export const MAX_EDIT_DEPTH = 99;
 

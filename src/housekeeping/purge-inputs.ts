@@ -15,14 +15,15 @@ export const INPUT_GRACE_MS = 60 * 60_000;
 const BATCH_SIZE = 500;
 
 /**
- * The keys among `keys` that a live upload, any value in an action's params (GIN index on params), or a funnel
- * session that has not ended (its photos and setup references) names.
+ * The keys among `keys` that a live upload, any value in an action's params (GIN index on params), a batch item
+ * waiting its turn (its pinned uploads), or a funnel session that has not ended (its photos and setup references) names.
  */
 async function stillReferenced(db: DataSource, keys: string[]): Promise<Set<string>> {
   const rows: { key: string }[] = await db.query(
     `SELECT k AS key FROM unnest($1::text[]) AS k
       WHERE EXISTS (SELECT 1 FROM uploads WHERE input_key = k AND expires_at > now())
          OR EXISTS (SELECT 1 FROM actions WHERE params @? format('$.** ? (@ == %s)', to_json(k))::jsonpath)
+         OR EXISTS (SELECT 1 FROM batch_items WHERE status = 'pending' AND request @? format('$.** ? (@ == %s)', to_json(k))::jsonpath)
          OR EXISTS (SELECT 1 FROM funnels WHERE status <> 'expired' AND inputs @> jsonb_build_array(k))
          OR EXISTS (SELECT 1 FROM funnels WHERE status <> 'expired' AND setup @? format('$.** ? (@ == %s)', to_json(k))::jsonpath)`, [keys]);
   return new Set(rows.map((row) => row.key));

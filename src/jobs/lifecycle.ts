@@ -12,7 +12,9 @@ export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['succeeded', 'failed
 export const JOB_PHASES = ['queued', 'routing', 'provider_reserved', 'provider_running', 'finalizing', 'postprocessing', 'completed', 'failed'] as const;
 export type JobPhase = (typeof JOB_PHASES)[number];
 
-export type JobType = 'generation.execute' | 'edit.execute';
+/** Photos and edits are jobs of their own (`/jobs/generate`, `/jobs/edit`); cards and videos are jobs as batch items. */
+export const JOB_TYPES = ['generation.execute', 'edit.execute', 'card.execute', 'video.execute'] as const;
+export type JobType = (typeof JOB_TYPES)[number];
 
 /**
  * Seconds until a poll is worth it: the provider's typical remaining time while it renders, the backoff left

@@ -8,6 +8,7 @@ import { defineUpdate } from '@temporalio/workflow';
 import type { ActionEnd } from '../actions/lifecycle';
 import type { FunnelIdea, FunnelSetup } from '../funnels/session';
 import type { PurgedRecords } from '../housekeeping/retention';
+import type { BatchStatus } from '../batches/store';
 
 export const SEARCH_ATTRIBUTES = {
   accountId: defineSearchAttributeKey('AccountId', SearchAttributeType.INT),
@@ -29,6 +30,14 @@ export const SEARCH_ATTRIBUTE_REGISTRATIONS: Record<string, 'Int' | 'Keyword'> =
 export const actionWorkflowId = (actionId: number): string => `action-${actionId}`;
 export const jobWorkflowId = (jobId: string): string => `job-${jobId}`;
 export const funnelWorkflowId = (funnelId: number): string => `funnel-${funnelId}`;
+export const batchWorkflowId = (batchId: string): string => `batch-${batchId}`;
+
+/**
+ * A batch's tasks wait behind interactive ones (priority 3, the default; 1 runs first) and share the queue fairly
+ * between accounts (one fairness key per account). Its item jobs inherit both from the batch's workflow. The
+ * servers honour them with `matching.enableFairness` (the dev server's start and the cluster's dynamic config).
+ */
+export const batchPriority = (accountId: number) => ({ priorityKey: 4, fairnessKey: `account-${accountId}` });
 
 /**
  * The steps of a funnel session after its start, each a Temporal update of `funnel-<id>` (named for the Web UI).
@@ -90,6 +99,8 @@ export const TIMEOUTS = {
   videoRenderMs: 60 * 60_000,
   /** One webhook POST: the receiver has 10 s; the rest is margin for connecting. */
   delivery: { startToCloseTimeout: '15 seconds' },
+  /** Accepting a page of a batch's items: each may fetch its images and ask the text provider to analyse them. */
+  batchAccept: { startToCloseTimeout: '10 minutes' },
 } as const;
 
 /** ApplicationFailure types raised by activities; the permanent ones are never retried. */
@@ -164,6 +175,24 @@ export interface AnnouncementInput {
   outcome: 'completed' | 'failed';
 }
 
+/** What a batch's run carries into the next (continue-as-new): where it is, and what its items hold or were charged. */
+export interface BatchCursor {
+  /** Every item up to this position is started or closed. */
+  after: number;
+  spent: number;
+}
+
+export interface BatchInput {
+  batchId: string;
+  /** Set in runs after the first (continue-as-new). */
+  cursor?: BatchCursor;
+}
+
+export type BatchOutcome = { status: BatchStatus };
+
+/** A batch item its workflow accepted (its price held): the job to start as its child. */
+export interface AcceptedItem { position: number; accountId: number; price: number; job: JobInput }
+
 /** `sandboxesToppedUp`: in runs since the `sandbox-top-up` patch. */
 export type HousekeepingReport = PurgedRecords & { uploads: number; inputs: number; sandboxesToppedUp?: number };
 
@@ -175,5 +204,6 @@ export interface WorkflowContract {
   webhookDeliveryWorkflow: (input: DeliveryInput) => Promise<DeliveryOutcome>;
   announcementWorkflow: (input: AnnouncementInput) => Promise<void>;
   housekeepingWorkflow: () => Promise<HousekeepingReport>;
+  batchWorkflow: (input: BatchInput) => Promise<BatchOutcome>;
 }
 export type WorkflowType = keyof WorkflowContract;

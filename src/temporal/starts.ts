@@ -7,7 +7,7 @@ import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, ty
 import type { ActionProduct, ActionType } from '../db/entities/action';
 import type { JobType } from '../jobs/lifecycle';
 import {
-  actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, type ProviderRoute, SEARCH_ATTRIBUTES,
+  actionWorkflowId, announcementWorkflowId, batchPriority, batchWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, type ProviderRoute, SEARCH_ATTRIBUTES,
   type WorkflowContract, type WorkflowType,
 } from './contract';
 
@@ -71,6 +71,21 @@ export async function startJobWorkflow(
       { key: SEARCH_ATTRIBUTES.jobStatus, value: 'queued' },
       { key: SEARCH_ATTRIBUTES.jobPhase, value: 'queued' },
     ],
+  });
+}
+
+/**
+ * Starts a batch's workflow (`batch-<uuid>`), once, at the batch's priority: below interactive work, fair among
+ * accounts; its item jobs inherit it.
+ */
+export async function startBatchWorkflow(client: Client, taskQueue: string, batch: { batchId: string; accountId: number; items: number }): Promise<void> {
+  await startOnce(client, 'batchWorkflow', {
+    taskQueue,
+    workflowId: batchWorkflowId(batch.batchId),
+    args: [{ batchId: batch.batchId }],
+    priority: batchPriority(batch.accountId),
+    staticSummary: `batch ${batch.batchId} · ${batch.items} items · account ${batch.accountId}`,
+    typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.accountId, value: batch.accountId }],
   });
 }
 

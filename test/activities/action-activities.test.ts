@@ -1,3 +1,4 @@
+import { DEFAULT_BATCH_LIMITS } from '../../src/config';
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +32,8 @@ describe('action activities (real Postgres, MockActivityEnvironment)', () => {
   before(async () => {
     db = await openDatabase(testEnvironment().databaseUrl, { migrate: false });
     store = new FileAssetStore(path.join(os.tmpdir(), 'imagery-test-assets'));
-    activities = createActivities({ db, store, providers: allFrom(new LocalRenderer()), outbound: new OutboundPolicy(), secrets: TEST_SECRETS, webhookRetryInitialMs: 100 });
+    activities = createActivities({ db, store, providers: allFrom(new LocalRenderer()), outbound: new OutboundPolicy(), secrets: TEST_SECRETS, webhookRetryInitialMs: 100,
+      config: { taskQueue: 'unused', jobMaxAttempts: 3, jobRetryBackoffMs: 100 }, batchLimits: DEFAULT_BATCH_LIMITS });
   });
   after(() => db.destroy());
 

@@ -14,7 +14,7 @@ import { createApp } from '../../api/app';
 import { BodyBytesInFlight } from '../../api/middleware/body-bytes-in-flight';
 import type { ApiServices } from '../../api/services';
 import { openDatabase } from '../../src/db/data-source';
-import { type Config, DEFAULT_DASHBOARD_SETTINGS, DEFAULT_LIVE_STREAM_LIMITS, type DashboardSettings, type LiveStreamLimits, loadConfig } from '../../src/config';
+import { type Config, DEFAULT_BATCH_LIMITS, DEFAULT_DASHBOARD_SETTINGS, DEFAULT_LIVE_STREAM_LIMITS, type DashboardSettings, type LiveStreamLimits, loadConfig } from '../../src/config';
 import { createApiServer } from '../../api/server';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { allFrom, Providers, queuedProviders } from '../../src/providers';
@@ -60,6 +60,8 @@ export interface StackOptions {
   webhookRetryInitialMs?: number;
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
+  /** A batch's items in flight, and an account's (DEFAULT_BATCH_LIMITS unless set). */
+  batchLimits?: { itemsInFlight: number; accountItemsInFlight: number };
   /** Limits of the live-progress streams (DEFAULT_LIVE_STREAM_LIMITS where left out). */
   liveStreams?: Partial<LiveStreamLimits>;
   /** How long a funnel session waits for its next step (a day by default, seconds in the expiry test). */
@@ -99,7 +101,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const provider = options.provider ?? new LocalRenderer();
   const outbound = new OutboundPolicy(options.outboundAllowCidrs ?? loadConfig().outboundAllowCidrs, options.outboundResolveHost);
   const workerOutbound = options.workerOutboundAllowCidrs ? new OutboundPolicy(options.workerOutboundAllowCidrs, options.outboundResolveHost) : outbound;
-  const deps: ActivityDeps = { db, store, providers: options.providers ?? allFrom(provider), outbound: workerOutbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200 };
+  const deps: ActivityDeps = {
+    db, store, providers: options.providers ?? allFrom(provider), outbound: workerOutbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200,
+    config: { taskQueue, jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200 },
+    batchLimits: options.batchLimits ?? DEFAULT_BATCH_LIMITS,
+  };
 
   let worker: Worker | undefined;
   let connection: NativeConnection | undefined;
@@ -130,7 +136,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const signer = new UrlSigner('test-signing-secret', baseUrl);
   const services: ApiServices = {
     config: { rateLimitPerMinute: options.rateLimitPerMinute ?? 10_000, taskQueue, publicBaseUrl: baseUrl, webhookRetryInitialMs: deps.webhookRetryInitialMs,
-      jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200,
+      jobMaxAttempts: deps.config.jobMaxAttempts, jobRetryBackoffMs: deps.config.jobRetryBackoffMs,
       funnelIdleTimeoutSeconds: options.funnelIdleTimeoutSeconds ?? 86_400,
       assetDelivery: options.assetDelivery, s3PresignSeconds: options.s3PresignSeconds, httpIdleTimeoutSeconds: timeouts.httpIdleTimeoutSeconds,
       dashboard: { ...DEFAULT_DASHBOARD_SETTINGS, ...options.dashboard },

@@ -1,0 +1,11 @@
+import type { ActivityDeps } from './deps';
+import { acceptNextItems, finishBatch, startBatch } from '../src/batches/run';
+
+/** A batch's steps (src/batches/run.ts): start it, accept its next items, end it. */
+export function createBatchActivities(deps: ActivityDeps) {
+  return {
+    startBatch: (batchId: string) => startBatch(deps, batchId),
+    acceptNextItems: (batchId: string, cursor: { after: number; inFlight: number; spent: number }) => acceptNextItems(deps, batchId, cursor),
+    finishBatch: (batchId: string, stop: 'budget' | 'cancelled' | undefined) => finishBatch(deps, batchId, stop),
+  };
+}

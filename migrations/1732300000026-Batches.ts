@@ -1,0 +1,67 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * Why: catalogue batches (`/api/v2/batches`). A batch is a list of items, each the body of a v1 generation or edit,
+ * run by one batch workflow that starts each item as an ordinary v2 job (its action, hold and job written when the
+ * item starts, not at creation). `batch_items.job_id` is set by the statement that accepts the item, only while it
+ * is null: an item is accepted, held and run once, whatever is retried or restarted. An item's outcome is its job's
+ * (read through `job_id`); `status` here says only what happened before a job existed: `pending` (waiting its
+ * turn), `running` (accepted: the job tells the rest), `invalid` (refused at creation with `?partial=true`),
+ * `failed` (its images could not be read when it started: nothing held), `skipped` (the budget ran out first) and
+ * `cancelled` (the batch was cancelled first). `jobs.type` gains the card and video jobs that batch items run.
+ */
+export class Batches1732300000026 implements MigrationInterface {
+  name = 'Batches1732300000026';
+
+  async up(q: QueryRunner): Promise<void> {
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS batches (
+        id uuid PRIMARY KEY,
+        account_id integer NOT NULL REFERENCES accounts(id),
+        key_id integer NOT NULL REFERENCES api_keys(id),
+        status text NOT NULL DEFAULT 'queued'
+          CHECK (status IN ('queued', 'running', 'completed', 'completed_with_errors', 'budget_exhausted', 'cancelled')),
+        max_sparks integer CHECK (max_sparks >= 0),
+        webhook_url text,
+        client_group_id text,
+        accept_language text,
+        sandbox_scenario text,
+        items integer NOT NULL,
+        price integer NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        started_at timestamptz,
+        completed_at timestamptz
+      )`);
+    await q.query('CREATE INDEX IF NOT EXISTS batches_account ON batches (account_id, created_at DESC)');
+    await q.query(`
+      CREATE TABLE IF NOT EXISTS batch_items (
+        batch_id uuid NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+        position integer NOT NULL,
+        external_id text,
+        type text CHECK (type IN ('photo', 'card', 'video', 'edit')),
+        request jsonb NOT NULL,
+        price integer NOT NULL,
+        status text NOT NULL CHECK (status IN ('pending', 'running', 'invalid', 'failed', 'skipped', 'cancelled')),
+        job_id uuid UNIQUE REFERENCES jobs(id),
+        action_id integer REFERENCES actions(id),
+        error_code text,
+        error_message text,
+        PRIMARY KEY (batch_id, position)
+      )`);
+    // Exactly once per (batch, external_id) among the items that run; refused ones keep what was sent, or null.
+    await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS batch_items_external_id ON batch_items (batch_id, external_id) WHERE status <> 'invalid'`);
+    // The stored inputs that items waiting their turn name (their uploads, pinned): the purge of inputs keeps them.
+    await q.query('CREATE INDEX IF NOT EXISTS batch_items_pending_requests ON batch_items USING gin (request jsonb_path_ops) WHERE status = \'pending\'');
+    await q.query('ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_type_check');
+    await q.query(`ALTER TABLE jobs ADD CONSTRAINT jobs_type_check CHECK (type IN ('generation.execute', 'edit.execute', 'card.execute', 'video.execute'))`);
+  }
+
+  async down(q: QueryRunner): Promise<void> {
+    await q.query('DROP TABLE IF EXISTS batch_items');
+    await q.query('DROP TABLE IF EXISTS batches');
+    // Card and video jobs exist only as batch items: their actions stay, as v1 actions.
+    await q.query(`DELETE FROM jobs WHERE type IN ('card.execute', 'video.execute')`);
+    await q.query('ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_type_check');
+    await q.query(`ALTER TABLE jobs ADD CONSTRAINT jobs_type_check CHECK (type IN ('generation.execute', 'edit.execute'))`);
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * What a batch's workflow asks of the database, one step at a time: start the batch, accept its next items (each
+ * as a v1 request of its type is accepted: images read, fields detected, priced, then held with its v2 job in one
+ * statement, which also makes the item the job's), and end it. Runs in the worker (activities/batch.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import { callerOfKey } from '../accounts/accounts';
+import type { EditParams } from '../actions/params';
+import { newVersionOf, type NewAction, routeFor, submitAction, type SubmitServices } from '../actions/submit';
+import { readPriceList } from '../billing/pricing';
+import { AppError } from '../errors';
+import { editableSource, generationPreparation, newVideoCard, type CardOrder, type PhotoOrder, type VideoOrder } from '../generation/prepare';
+import type { JobType } from '../jobs/lifecycle';
+import type { SandboxScenario } from '../providers/sandbox';
+import type { Caller } from '../services';
+import type { AcceptedItem, JobInput } from '../temporal/contract';
+import { type BatchRow, type BatchStatus, claimItem, closeItem, closePendingItems, finishBatchRecord, type ItemType, pendingItems, readBatch, startBatchRecord } from './store';
+
+export interface BatchRunServices extends SubmitServices {
+  config: SubmitServices['config'];
+  /** Items of one batch in flight at once, and of one account's batches together. */
+  batchLimits: BatchLimits;
+}
+
+export interface BatchLimits { itemsInFlight: number; accountItemsInFlight: number }
+
+/** What a batch's workflow learns when it starts: whether to run, and the budget it runs under. */
+export interface BatchStart { run: boolean; maxSparks: number | null }
+
+export async function startBatch({ db }: Pick<BatchRunServices, 'db'>, batchId: string): Promise<BatchStart> {
+  const batch = await startBatchRecord(db, batchId);
+  return { run: batch?.status === 'running', maxSparks: batch?.max_sparks ?? null };
+}
+
+
+export interface ItemsTaken {
+  accepted: AcceptedItem[];
+  /** Every item up to this position is accepted or closed. */
+  lastPosition: number;
+  /** Why the batch starts nothing more: the next item would pass the budget (or the balance), or it was cancelled. */
+  stop?: 'budget' | 'cancelled';
+  /** No item is left to start after `lastPosition`. */
+  done: boolean;
+  /** How many items this batch may have in flight now (its share of the account's). */
+  window: number;
+}
+
+const JOB_TYPE: Record<ItemType, JobType> = { photo: 'generation.execute', card: 'card.execute', video: 'video.execute', edit: 'edit.execute' };
+
+/** Refusals that mean the money ran out: the batch stops starting items. */
+const MONEY_CODES = ['insufficient_tokens', 'spend_limit_exceeded'];
+
+class ItemNotClaimed extends Error {}
+
+/**
+ * Accepts the batch's items after `after`, in order, as many as its window has room for besides the `inFlight` ones, while `spent` (what its accepted items hold or
+ * were charged, less what was released) plus the next item's price stays within its `max_sparks`. An item already
+ * accepted by an earlier try of this step (its job recorded, its child not started) is answered again, not
+ * accepted twice. An item whose request cannot be served (an image unreadable, an edit's source gone) is closed
+ * `failed` with the error, and nothing is held for it.
+ */
+export async function acceptNextItems(
+  services: BatchRunServices, batchId: string, cursor: { after: number; inFlight: number; spent: number },
+): Promise<ItemsTaken> {
+  const { db } = services;
+  const batch = await readBatch(db.manager, batchId);
+  const window = batch ? await windowOf(db.manager, batch, services.batchLimits) : 1;
+  const taken: ItemsTaken = { accepted: [], lastPosition: cursor.after, done: false, window };
+  if (!batch || batch.status !== 'running') return { ...taken, stop: 'cancelled' };
+  const caller = await callerOfKey(db.manager, batch.key_id, (batch.sandbox_scenario ?? undefined) as SandboxScenario | undefined);
+  if (!caller) throw new Error(`the key ${batch.key_id} of batch ${batchId} does not exist`);
+  const room = window - cursor.inFlight;
+  if (room <= 0) return taken;
+  const items = await pendingItems(db.manager, batchId, cursor.after, room);
+  let spent = cursor.spent;
+  for (const item of items) {
+    if (item.job_id !== null) {
+      taken.accepted.push({ position: item.position, accountId: batch.account_id, price: item.price, job: jobInput(services, caller, item.type, item.job_id, item.action_id!) });
+    } else {
+      const outcome = await acceptItem(services, batch, caller, item, spent);
+      if (outcome.stop) return { ...taken, stop: outcome.stop };
+      if (outcome.accepted) {
+        taken.accepted.push(outcome.accepted);
+        spent += outcome.accepted.price;
+      }
+    }
+    taken.lastPosition = item.position;
+  }
+  return { ...taken, done: items.length < room };
+}
+
+/** This batch's share of its account's items in flight: the account's bound split among its running batches. */
+async function windowOf(m: EntityManager, batch: BatchRow, limits: BatchLimits): Promise<number> {
+  const [{ n }] = await m.query(`SELECT count(*)::int AS n FROM batches WHERE account_id = $1 AND status = 'running'`, [batch.account_id]);
+  return Math.max(1, Math.min(limits.itemsInFlight, Math.floor(limits.accountItemsInFlight / Math.max(1, n))));
+}
+
+function jobInput(services: BatchRunServices, caller: Caller, type: ItemType, jobId: string, actionId: number): JobInput {
+  const { config, providers } = services;
+  return {
+    jobId, actionId, maxAttempts: config.jobMaxAttempts, backoffMs: config.jobRetryBackoffMs,
+    provider: routeFor(providers, config.taskQueue, type, caller).route,
+  };
+}
+
+async function acceptItem(
+  services: BatchRunServices, batch: BatchRow, caller: Caller,
+  item: { position: number; type: ItemType; request: Record<string, unknown> }, spent: number,
+): Promise<{ accepted?: AcceptedItem; stop?: 'budget' | 'cancelled' }> {
+  const jobId = randomUUID();
+  try {
+    const spec = await submissionOf(services, batch, caller, item);
+    if (batch.max_sparks !== null && spent + spec.price > batch.max_sparks) return { stop: 'budget' };
+    let actionId = 0;
+    await submitAction(services, {
+      ...spec, caller, job: { id: jobId, type: JOB_TYPE[item.type] }, startedBy: 'parent',
+      clientGroupId: (item.request.client_group_id as string | undefined) ?? batch.client_group_id ?? undefined,
+      respond: (placed) => {
+        actionId = placed.actionId;
+        return {};
+      },
+      alsoRecord: async (m, placed) => {
+        if (!(await claimItem(m, batch.id, item.position, jobId, placed.actionId))) throw new ItemNotClaimed();
+      },
+    });
+    return { accepted: { position: item.position, accountId: batch.account_id, price: spec.price, job: jobInput(services, caller, item.type, jobId, actionId) } };
+  } catch (err) {
+    if (err instanceof ItemNotClaimed) return { stop: 'cancelled' }; // the batch was cancelled meanwhile
+    if (!(err instanceof AppError)) throw err; // the database or the store: the step is tried again
+    if (MONEY_CODES.includes(err.code)) return { stop: 'budget' };
+    // A request that cannot be served as it is (an image unreadable, a provider not configured): the item fails
+    // with the error its single request would have answered, nothing held.
+    await closeItem(services.db, batch.id, item.position, 'failed', { code: err.code, message: err.message });
+    return {};
+  }
+}
+
+/** The item made ready to submit as its v1 request would be (without its caller, job and answer). */
+async function submissionOf(
+  services: BatchRunServices, batch: BatchRow, caller: Caller, item: { type: ItemType; request: Record<string, unknown> },
+): Promise<Pick<NewAction<unknown>, 'type' | 'product' | 'price' | 'params' | 'inputs' | 'placement'>> {
+  const kit = generationPreparation(services, { storedImages: true }); // uploads were pinned when the batch was made
+  const language = batch.accept_language ?? undefined;
+  switch (item.type) {
+    case 'photo': {
+      const body = item.request as unknown as PhotoOrder & { project_id?: number };
+      const { found, price, params, images } = await kit.preparePhoto(body, caller, language);
+      return { type: 'generate', product: 'photo', price, params, inputs: images, placement: kit.newCard(body, found, 'api_v2') };
+    }
+    case 'card': {
+      const body = item.request as unknown as CardOrder & { project_id?: number };
+      const { found, price, params, images } = await kit.prepareCard(body, caller, language);
+      return { type: 'generate', product: 'card', price, params, inputs: images, placement: kit.newCard(body, found, 'api_v2') };
+    }
+    case 'video': {
+      const body = item.request as unknown as VideoOrder & { project_id?: number };
+      const { price, params, images } = await kit.prepareVideo(body, caller);
+      return { type: 'video', product: 'video', price, params, inputs: images, placement: newVideoCard(body, 'api_v2') };
+    }
+    case 'edit': {
+      const body = item.request as unknown as { action_id: number; instruction: string };
+      const source = await editableSource(services, caller, body.action_id);
+      const params: EditParams = { source: source.assetPath!, instruction: body.instruction };
+      return { type: 'edit', product: 'edit', price: (await readPriceList(services.db)).improvement, params, placement: newVersionOf(source) };
+    }
+  }
+}
+
+/** Ends the batch once its started items have ended; items it did not start are `skipped` (budget) or left cancelled. */
+export async function finishBatch({ db }: Pick<BatchRunServices, 'db'>, batchId: string, stop: 'budget' | 'cancelled' | undefined): Promise<BatchStatus> {
+  if (stop === 'budget') await closePendingItems(db, batchId, 'skipped');
+  return finishBatchRecord(db, batchId, stop === 'budget');
+}

@@ -1,0 +1,83 @@
+/**
+ * The story of one catalogue batch: its items start in order as ordinary v2 jobs (child workflows `job-<uuid>`),
+ * at most the batch's window in flight (its share of its account's bound). Each item's price is held when the item
+ * is accepted; the batch stops accepting when the next item would pass `max_sparks` (or the account's balance),
+ * or when it was cancelled, then waits for its running items and ends. Items are accepted by an activity that
+ * makes the item its job's only once, so a retried step, a lost worker or a restarted server never runs an item
+ * twice; the history stays bounded by continuing as new (after its running items end) when Temporal suggests it.
+ *
+ *   queued ─▶ running ─▶ completed | completed_with_errors | budget_exhausted        (cancelled: by the API)
+ *
+ * The batch's workflow and its jobs run at a lower priority than interactive work, fairly among accounts
+ * (`batchPriority`, set when the API starts it and inherited by every child and activity).
+ */
+import { log, condition, continueAsNew, ParentClosePolicy, proxyActivities, proxyLocalActivities, startChild, workflowInfo, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { type AcceptedItem, type BatchInput, type BatchOutcome, jobWorkflowId, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { jobWorkflow } from './job';
+
+const bookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
+const accepting = proxyActivities<Activities>({ ...TIMEOUTS.batchAccept, retry: TIMEOUTS.bookkeepingRetry });
+
+export async function batchWorkflow({ batchId, cursor }: BatchInput): Promise<BatchOutcome> {
+  let { after, spent } = cursor ?? { after: 0, spent: 0 };
+  if (!cursor && !(await bookkeeping.startBatch(batchId)).run) return { status: await bookkeeping.finishBatch(batchId, 'cancelled') };
+
+  let inFlight = 0;
+  let window = 1;
+  const run = (item: AcceptedItem): void => {
+    inFlight++;
+    void itemEnded(item).then((released) => {
+      if (released) spent -= item.price;
+      inFlight--;
+    });
+  };
+
+  for (;;) {
+    await condition(() => inFlight < window);
+    const taken = await accepting.acceptNextItems(batchId, { after, inFlight, spent });
+    window = taken.window;
+    after = taken.lastPosition;
+    for (const item of taken.accepted) {
+      spent += item.price;
+      run(item);
+    }
+    if (taken.stop || taken.done) {
+      await condition(() => inFlight === 0);
+      return { status: await bookkeeping.finishBatch(batchId, taken.stop) };
+    }
+    if (workflowInfo().continueAsNewSuggested) {
+      await condition(() => inFlight === 0);
+      await continueAsNew<typeof batchWorkflow>({ batchId, cursor: { after, spent } });
+    }
+  }
+}
+
+/**
+ * Runs the item's job as a child and answers whether its hold was released (the job failed or was cancelled): a
+ * success was charged. A child that could not be followed (already started elsewhere) is counted as charged, so
+ * the budget is never passed.
+ */
+async function itemEnded({ job, accountId }: AcceptedItem): Promise<boolean> {
+  try {
+    const child = await startChild(jobWorkflow, {
+      workflowId: jobWorkflowId(job.jobId),
+      args: [job],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.accountId, value: accountId },
+        { key: SEARCH_ATTRIBUTES.actionId, value: job.actionId },
+        { key: SEARCH_ATTRIBUTES.jobId, value: job.jobId },
+        { key: SEARCH_ATTRIBUTES.jobStatus, value: 'queued' },
+        { key: SEARCH_ATTRIBUTES.jobPhase, value: 'queued' },
+      ],
+      staticSummary: `batch item · job ${job.jobId} · action ${job.actionId}`,
+    });
+    const outcome = await child.result();
+    return outcome.status !== 'succeeded';
+  } catch (err) {
+    log.warn('a batch item\'s job could not be followed; its sparks stay counted', { jobId: job.jobId, error: String(err) });
+    return false;
+  }
+}
