@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import type { ActivityDeps } from './deps';
 import { acceptNextItems, finishBatch, startBatch } from '../src/batches/run';
 
@@ -5,7 +6,8 @@ import { acceptNextItems, finishBatch, startBatch } from '../src/batches/run';
 export function createBatchActivities(deps: ActivityDeps) {
   return {
     startBatch: (batchId: string) => startBatch(deps, batchId),
-    acceptNextItems: (batchId: string, cursor: { after: number; inFlight: number; spent: number }) => acceptNextItems(deps, batchId, cursor),
+    acceptNextItems: (batchId: string, cursor: { after: number; inFlight: number; spent: number }) =>
+      acceptNextItems(deps, batchId, cursor, () => Context.current().heartbeat()),
     finishBatch: (batchId: string, stop: 'budget' | 'cancelled' | undefined) => finishBatch(deps, batchId, stop),
   };
 }

@@ -5,14 +5,15 @@
 import { webhookAttempts, webhookDeliveries } from '../src/metrics/registry';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import {
-  DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, isPermanentRefusal, signature, standardWebhookHeaders, WebhookPayload,
+  batchEvent, type BatchWebhookPayload, DELIVERY_ANSWER_MAX_BYTES, DELIVERY_TIMEOUT_MS, isPermanentRefusal, signature, standardWebhookHeaders, WebhookPayload,
 } from '../src/webhooks/events';
 import {
-  closeExhaustedDelivery, type DeliveryPlan, deliveryToSend, planDeliveries, recordAttempt, skipDelivery,
+  closeExhaustedDelivery, type DeliveryPlan, deliveryToSend, planBatchDeliveries, planDeliveries, recordAttempt, skipDelivery,
 } from '../src/webhooks/store';
 import { OutboundFailed, OutboundRefused } from '../src/net/outbound';
 import { FAILURE_TYPES } from '../src/temporal/contract';
 import type { ActivityDeps } from './deps';
+import { batchTotals, readBatch } from '../src/batches/store';
 import { DRILL_FAILED_DELIVERY_ATTEMPTS } from '../src/providers/sandbox';
 
 /** Seconds from a Retry-After header (delta seconds or an HTTP date), within reason. */
@@ -23,11 +24,23 @@ function retryAfterMs(header: string | string[] | undefined): number | undefined
   return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 3600) * 1000 : undefined;
 }
 
+/** A batch's event as it ended: its counts and money read now (they no longer change). */
+async function batchPayload(db: ActivityDeps['db'], batchId: string, livemode: boolean): Promise<BatchWebhookPayload> {
+  const batch = (await readBatch(db.manager, batchId))!;
+  const totals = await batchTotals(db.manager, batchId);
+  return { batch_id: batchId, status: batch.status, items: batch.items, counts: totals.counts, price: batch.price, charged: totals.charged, livemode };
+}
+
 export function createWebhookDeliveryActivities({ db, outbound, secrets, webhookRetryInitialMs }: ActivityDeps) {
   return {
     /** The deliveries of an action's outcome: each subscribed active webhook, and the ad-hoc URL if any. */
     async planDeliveries(actionId: number, outcome: 'completed' | 'failed'): Promise<DeliveryPlan> {
       return planDeliveries(db, actionId, outcome, webhookRetryInitialMs);
+    },
+
+    /** The deliveries of a batch's end, as an action's. */
+    async planBatchDeliveries(batchId: string, status: string): Promise<DeliveryPlan> {
+      return planBatchDeliveries(db, batchId, batchEvent(status), webhookRetryInitialMs);
     },
 
     /** One attempt: POST the payload; 2xx succeeds, permanent refusals are not retried, the rest is. */
@@ -42,7 +55,9 @@ export function createWebhookDeliveryActivities({ db, outbound, secrets, webhook
         webhookDeliveries.inc({ outcome: 'skipped' });
         return 'skipped';
       }
-      const payload: WebhookPayload = { action_id: d.action_id, project_id: d.project_id, card_id: d.card_id, type: d.type, livemode: d.livemode };
+      const payload: WebhookPayload | BatchWebhookPayload = d.batch_id
+        ? await batchPayload(db, d.batch_id, d.livemode)
+        : { action_id: d.action_id, project_id: d.project_id, card_id: d.card_id, type: d.type, livemode: d.livemode };
       if (d.client_group_id) payload.client_group_id = d.client_group_id;
       if (d.sandbox_scenario === 'webhook_fail_then_succeed' && d.attempts < DRILL_FAILED_DELIVERY_ATTEMPTS) {
         // The drill: the first attempts are recorded as the receiver's 500, unsent, and retried as one would be.

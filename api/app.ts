@@ -39,6 +39,7 @@ import { batchRoutes } from './routes/batches';
 import type { ApiServices } from './services';
 import { billingRoutes } from './dashboard/billing-routes';
 import { galleryRoutes } from './dashboard/gallery-routes';
+import { batchDashboardRoutes } from './dashboard/batch-routes';
 import { keyRoutes } from './dashboard/key-routes';
 import { memberRoutes } from './dashboard/member-routes';
 import { overviewRoutes } from './dashboard/overview-routes';
@@ -68,7 +69,7 @@ export function routeGroups(services: ApiServices): RouteGroup[] {
     ...(dashboardSettings(services.config).enabled ? [{
       prefix: DASHBOARD_API_PREFIX, authenticated: false, documented: false,
       routes: [...sessionRoutes(services), ...signUpRoutes(services), ...overviewRoutes(services), ...keyRoutes(services), ...memberRoutes(services), ...dashboardWebhookRoutes(services),
-        ...billingRoutes(services), ...galleryRoutes(services), ...tryRoutes(services)],
+        ...billingRoutes(services), ...galleryRoutes(services), ...batchDashboardRoutes(services), ...tryRoutes(services)],
     }] : []),
   ];
 }

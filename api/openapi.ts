@@ -127,6 +127,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Webhooks: 'Registered webhooks, their deliveries and redelivery',
   'AI helpers': 'Synchronous marketing text and video scenarios from photos: 100 free calls a day (UTC), then 1 spark per started block of 20',
   'Jobs v2': 'Durable jobs for photo generation and edit: status, phase, polling hints, owner-checked cancel',
+  'Batches v2': 'A catalogue in one request: photos, cards, videos and edits run as v2 jobs, exactly once per external_id, under a budget',
 };
 
 export function buildOpenApiDocument(allGroups: RouteGroup[], serverUrl: string) {

@@ -43,7 +43,31 @@ export class ActionEvents1732300000015 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (action_id, seq)
       )`);
-    await q.query(RECORD_ACTION_EVENT);
+    await q.query(`
+      CREATE OR REPLACE FUNCTION record_action_event(p_action_id integer) RETURNS void LANGUAGE plpgsql AS $$
+      DECLARE
+        a record;
+        j record;
+        prev record;
+        now_status record;
+      BEGIN
+        -- The action's row lock orders the events of one action (held already when the action itself moved).
+        SELECT status, provider, progress INTO a FROM actions WHERE id = p_action_id FOR NO KEY UPDATE;
+        SELECT status, phase, attempts, provider INTO j FROM jobs WHERE action_id = p_action_id;
+        SELECT seq, action_status, job_status, phase, attempt, provider, percent INTO prev
+          FROM action_events WHERE action_id = p_action_id ORDER BY seq DESC LIMIT 1;
+        now_status := ROW(a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
+                          CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END::smallint);
+        -- The action and its job moved in one transaction: one event, not one per row.
+        IF prev.seq IS NOT NULL AND ROW(prev.action_status, prev.job_status, prev.phase, prev.attempt, prev.provider, prev.percent)
+             IS NOT DISTINCT FROM now_status THEN
+          RETURN;
+        END IF;
+        INSERT INTO action_events (action_id, seq, action_status, job_status, phase, attempt, provider, percent)
+          VALUES (p_action_id, COALESCE(prev.seq, 0) + 1, a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
+                  CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END);
+        PERFORM pg_notify('action_events', p_action_id::text);
+      END $$`);
     await q.query(`
       CREATE OR REPLACE FUNCTION action_changed() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
@@ -96,33 +120,6 @@ export class ActionEvents1732300000015 implements MigrationInterface {
     await q.query(`ALTER TABLE actions DROP COLUMN IF EXISTS progress`);
   }
 }
-
-/** The event log's writer as this migration made it (migration FeedRowsFromEvents adds the feed's rows to it). */
-export const RECORD_ACTION_EVENT = `
-      CREATE OR REPLACE FUNCTION record_action_event(p_action_id integer) RETURNS void LANGUAGE plpgsql AS $$
-      DECLARE
-        a record;
-        j record;
-        prev record;
-        now_status record;
-      BEGIN
-        -- The action's row lock orders the events of one action (held already when the action itself moved).
-        SELECT status, provider, progress INTO a FROM actions WHERE id = p_action_id FOR NO KEY UPDATE;
-        SELECT status, phase, attempts, provider INTO j FROM jobs WHERE action_id = p_action_id;
-        SELECT seq, action_status, job_status, phase, attempt, provider, percent INTO prev
-          FROM action_events WHERE action_id = p_action_id ORDER BY seq DESC LIMIT 1;
-        now_status := ROW(a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
-                          CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END::smallint);
-        -- The action and its job moved in one transaction: one event, not one per row.
-        IF prev.seq IS NOT NULL AND ROW(prev.action_status, prev.job_status, prev.phase, prev.attempt, prev.provider, prev.percent)
-             IS NOT DISTINCT FROM now_status THEN
-          RETURN;
-        END IF;
-        INSERT INTO action_events (action_id, seq, action_status, job_status, phase, attempt, provider, percent)
-          VALUES (p_action_id, COALESCE(prev.seq, 0) + 1, a.status, j.status, j.phase, j.attempts, COALESCE(j.provider, a.provider),
-                  CASE WHEN a.status = 'completed' THEN 100 ELSE a.progress END);
-        PERFORM pg_notify('action_events', p_action_id::text);
-      END $$`;
 
 /** Actions backfilled per statement (each its own short transaction). */
 const BACKFILL_BATCH = 5_000;

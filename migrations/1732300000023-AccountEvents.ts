@@ -46,7 +46,27 @@ export class AccountEvents1732300000023 implements MigrationInterface {
         xid xid8 NOT NULL,
         event_id bigint NOT NULL
       )`);
-    await q.query(ACCOUNT_EVENTS_OF_ACTION);
+    await q.query(`
+      CREATE OR REPLACE FUNCTION account_events_of_action() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, public AS $$
+      DECLARE
+        prev record;
+        owner integer;
+        job uuid;
+      BEGIN
+        SELECT account_id INTO owner FROM public.actions WHERE id = NEW.action_id;
+        SELECT id INTO job FROM public.jobs WHERE action_id = NEW.action_id;
+        SELECT action_status, job_status, phase INTO prev FROM public.action_events WHERE action_id = NEW.action_id AND seq = NEW.seq - 1;
+        IF prev IS NULL OR prev.action_status IS DISTINCT FROM NEW.action_status THEN
+          INSERT INTO public.account_events (account_id, kind, action_id, seq, job_id, status)
+            VALUES (owner, 'action', NEW.action_id, NEW.seq, job, NEW.action_status);
+        END IF;
+        IF job IS NOT NULL AND NEW.job_status IS NOT NULL
+           AND (prev IS NULL OR ROW(prev.job_status, prev.phase) IS DISTINCT FROM ROW(NEW.job_status, NEW.phase)) THEN
+          INSERT INTO public.account_events (account_id, kind, action_id, seq, job_id, status, phase)
+            VALUES (owner, 'job', NEW.action_id, NEW.seq, job, NEW.job_status, NEW.phase);
+        END IF;
+        RETURN NULL;
+      END $$`);
     await q.query('DROP TRIGGER IF EXISTS action_events_to_account ON action_events');
     await q.query(`CREATE TRIGGER action_events_to_account AFTER INSERT ON action_events FOR EACH ROW EXECUTE FUNCTION account_events_of_action()`);
     await q.query(`
@@ -73,26 +93,3 @@ export class AccountEvents1732300000023 implements MigrationInterface {
     await q.query('DROP TABLE IF EXISTS account_events');
   }
 }
-
-/** The feed's trigger on `action_events` as this migration made it (migration FeedRowsFromEvents folds it into `record_action_event`). */
-export const ACCOUNT_EVENTS_OF_ACTION = `
-      CREATE OR REPLACE FUNCTION account_events_of_action() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, public AS $$
-      DECLARE
-        prev record;
-        owner integer;
-        job uuid;
-      BEGIN
-        SELECT account_id INTO owner FROM public.actions WHERE id = NEW.action_id;
-        SELECT id INTO job FROM public.jobs WHERE action_id = NEW.action_id;
-        SELECT action_status, job_status, phase INTO prev FROM public.action_events WHERE action_id = NEW.action_id AND seq = NEW.seq - 1;
-        IF prev IS NULL OR prev.action_status IS DISTINCT FROM NEW.action_status THEN
-          INSERT INTO public.account_events (account_id, kind, action_id, seq, job_id, status)
-            VALUES (owner, 'action', NEW.action_id, NEW.seq, job, NEW.action_status);
-        END IF;
-        IF job IS NOT NULL AND NEW.job_status IS NOT NULL
-           AND (prev IS NULL OR ROW(prev.job_status, prev.phase) IS DISTINCT FROM ROW(NEW.job_status, NEW.phase)) THEN
-          INSERT INTO public.account_events (account_id, kind, action_id, seq, job_id, status, phase)
-            VALUES (owner, 'job', NEW.action_id, NEW.seq, job, NEW.job_status, NEW.phase);
-        END IF;
-        RETURN NULL;
-      END $$`;

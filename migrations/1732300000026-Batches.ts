@@ -23,6 +23,7 @@ export class Batches1732300000026 implements MigrationInterface {
           CHECK (status IN ('queued', 'running', 'completed', 'completed_with_errors', 'budget_exhausted', 'cancelled')),
         max_sparks integer CHECK (max_sparks >= 0),
         webhook_url text,
+        item_events boolean NOT NULL DEFAULT false,
         client_group_id text,
         accept_language text,
         sandbox_scenario text,
@@ -52,11 +53,40 @@ export class Batches1732300000026 implements MigrationInterface {
     await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS batch_items_external_id ON batch_items (batch_id, external_id) WHERE status <> 'invalid'`);
     // The stored inputs that items waiting their turn name (their uploads, pinned): the purge of inputs keeps them.
     await q.query('CREATE INDEX IF NOT EXISTS batch_items_pending_requests ON batch_items USING gin (request jsonb_path_ops) WHERE status = \'pending\'');
+    // Whether an action is a batch's item (its events go to webhooks that ask for items' events only).
+    await q.query('CREATE INDEX IF NOT EXISTS batch_items_action ON batch_items (action_id) WHERE action_id IS NOT NULL');
     await q.query('ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_type_check');
     await q.query(`ALTER TABLE jobs ADD CONSTRAINT jobs_type_check CHECK (type IN ('generation.execute', 'edit.execute', 'card.execute', 'video.execute'))`);
+
+    // Batch webhooks: a delivery is of an action's outcome or of a batch's (\`batch.completed\`, \`batch.failed\`), each
+    // target once. A webhook says whether it also takes the events of batches' items (\`item_events\`).
+    await q.query('ALTER TABLE webhooks ADD COLUMN IF NOT EXISTS item_events boolean NOT NULL DEFAULT false');
+    await q.query('ALTER TABLE webhook_deliveries ALTER COLUMN action_id DROP NOT NULL');
+    await q.query('ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS batch_id uuid REFERENCES batches(id) ON DELETE CASCADE');
+    await q.query('ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_of_one');
+    // Every existing row has its action: checked without holding writes back for a long table's scan.
+    await q.query('ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_of_one CHECK ((action_id IS NULL) <> (batch_id IS NULL)) NOT VALID');
+    await q.query('ALTER TABLE webhook_deliveries VALIDATE CONSTRAINT webhook_deliveries_of_one');
+    await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS webhook_deliveries_batch_target ON webhook_deliveries (batch_id, event, COALESCE(webhook_id, 0)) WHERE batch_id IS NOT NULL`);
+    // The event feed (migration AccountEvents) records the outcomes of actions' deliveries, not of batches'.
+    await q.query('DROP TRIGGER IF EXISTS webhook_deliveries_to_account ON webhook_deliveries');
+    await q.query(`
+      CREATE TRIGGER webhook_deliveries_to_account AFTER UPDATE OF status ON webhook_deliveries
+        FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.status IN ('succeeded', 'failed', 'skipped') AND NEW.action_id IS NOT NULL)
+        EXECUTE FUNCTION account_events_of_delivery()`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query('DROP TRIGGER IF EXISTS webhook_deliveries_to_account ON webhook_deliveries');
+    await q.query(`
+      CREATE TRIGGER webhook_deliveries_to_account AFTER UPDATE OF status ON webhook_deliveries
+        FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.status IN ('succeeded', 'failed', 'skipped'))
+        EXECUTE FUNCTION account_events_of_delivery()`);
+    await q.query('DELETE FROM webhook_deliveries WHERE batch_id IS NOT NULL');
+    await q.query('ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_of_one');
+    await q.query('ALTER TABLE webhook_deliveries DROP COLUMN IF EXISTS batch_id');
+    await q.query('ALTER TABLE webhook_deliveries ALTER COLUMN action_id SET NOT NULL');
+    await q.query('ALTER TABLE webhooks DROP COLUMN IF EXISTS item_events');
     await q.query('DROP TABLE IF EXISTS batch_items');
     await q.query('DROP TABLE IF EXISTS batches');
     // Card and video jobs exist only as batch items: their actions stay, as v1 actions.

@@ -15,13 +15,14 @@ import { log, condition, continueAsNew, ParentClosePolicy, proxyActivities, prox
 import type { Activities } from '../activities';
 import { type AcceptedItem, type BatchInput, type BatchOutcome, jobWorkflowId, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
 import { jobWorkflow } from './job';
+import { announceBatch } from './outcome-deliveries';
 
 const bookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 const accepting = proxyActivities<Activities>({ ...TIMEOUTS.batchAccept, retry: TIMEOUTS.bookkeepingRetry });
 
 export async function batchWorkflow({ batchId, cursor }: BatchInput): Promise<BatchOutcome> {
   let { after, spent } = cursor ?? { after: 0, spent: 0 };
-  if (!cursor && !(await bookkeeping.startBatch(batchId)).run) return { status: await bookkeeping.finishBatch(batchId, 'cancelled') };
+  if (!cursor && !(await bookkeeping.startBatch(batchId)).run) return end(batchId, 'cancelled');
 
   let inFlight = 0;
   let window = 1;
@@ -44,13 +45,20 @@ export async function batchWorkflow({ batchId, cursor }: BatchInput): Promise<Ba
     }
     if (taken.stop || taken.done) {
       await condition(() => inFlight === 0);
-      return { status: await bookkeeping.finishBatch(batchId, taken.stop) };
+      return end(batchId, taken.stop);
     }
     if (workflowInfo().continueAsNewSuggested) {
       await condition(() => inFlight === 0);
       await continueAsNew<typeof batchWorkflow>({ batchId, cursor: { after, spent } });
     }
   }
+}
+
+/** Ends the batch and announces its end to its webhooks. */
+async function end(batchId: string, stop: 'budget' | 'cancelled' | undefined): Promise<BatchOutcome> {
+  const status = await bookkeeping.finishBatch(batchId, stop);
+  await announceBatch(batchId, status);
+  return { status };
 }
 
 /**

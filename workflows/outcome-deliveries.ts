@@ -28,8 +28,18 @@ export async function startDeliveries(actionId: number, plan: DeliveryPlan): Pro
   if (plan.deliveries.length > 0) await CancellationScope.nonCancellable(() => startEach(actionId, plan));
 }
 
-/** One child workflow per planned delivery; one that cannot be started is left to the reconciler. */
-async function startEach(actionId: number, plan: DeliveryPlan): Promise<void> {
+/** Plans and starts the deliveries of a batch's end (`batch.completed` or `batch.failed`, by its status). */
+export async function announceBatch(batchId: string, status: string): Promise<void> {
+  await CancellationScope.nonCancellable(async () => {
+    await startEach(null, await local.planBatchDeliveries(batchId, status));
+  });
+}
+
+/**
+ * One child workflow per planned delivery; one that cannot be started is left to the reconciler. `actionId`: the
+ * action whose outcome they announce (null for a batch's).
+ */
+async function startEach(actionId: number | null, plan: DeliveryPlan): Promise<void> {
   for (const delivery of plan.deliveries) {
     try {
       await startChild(webhookDeliveryWorkflow, {
@@ -38,7 +48,7 @@ async function startEach(actionId: number, plan: DeliveryPlan): Promise<void> {
         parentClosePolicy: ParentClosePolicy.ABANDON,
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
         typedSearchAttributes: [
-          { key: SEARCH_ATTRIBUTES.actionId, value: actionId },
+          ...(actionId !== null ? [{ key: SEARCH_ATTRIBUTES.actionId, value: actionId }] : []),
           { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
         ],
         staticSummary: `${delivery.event} → ${delivery.registered ? 'registered webhook' : 'ad-hoc webhook_url'}`,

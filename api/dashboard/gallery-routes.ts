@@ -37,6 +37,11 @@ const galleryItem = {
   },
 };
 
+/** The gallery's filter by batch (`?batch_id=`): its items only. */
+function withBatchFilter(query: ReturnType<typeof pageQuery>) {
+  return { ...query, properties: { ...query.properties, batch_id: { type: 'string', format: 'uuid', description: 'Only this batch\'s items' } } };
+}
+
 /** A gallery cursor: the last row's position (its creation, to the microsecond in UTC) and id. */
 function decodeGalleryCursor(cursor: string): { at: string; id: number } | undefined {
   const [at, id] = cursorParts(cursor) ?? [];
@@ -69,10 +74,11 @@ export function galleryRoutes({ db, signer, liveEvents }: ApiServices): Route[] 
   return [
     dashboardRoute({
       method: 'get', path: '/gallery', operationId: 'gallery', access: 'member', summary: 'The account\'s actions with their thumbnails, newest first, a page at a time',
-      query: pageQuery(24, 100),
+      query: withBatchFilter(pageQuery(24, 100)),
       responses: { 200: pageAnswer('A page of the gallery and the cursor of the next (null at the end)', 'items', galleryItem) },
       async handle(ctx, { query, user }) {
-        const rows = await galleryPage(db, user.accountId, resumeAt(query.cursor, decodeGalleryCursor), query.limit + 1);
+        // Another account's batch (or an unknown one) shows nothing, as an empty batch does.
+        const rows = await galleryPage(db, user.accountId, resumeAt(query.cursor, decodeGalleryCursor), query.limit + 1, query.batch_id);
         const page = rows.slice(0, query.limit);
         const last = page[page.length - 1];
         ctx.body = {

@@ -104,6 +104,28 @@ export class ActionEventHub {
 
   /**
    * Registers `subscriber` to be woken when any action of `accountId` may have moved (at most once per
+   * ACCOUNT_WAKE_MS), as one of API key `keyId`'s streams (a batch's progress), counted and ended with the key's
+   * other streams.
+   */
+  async subscribeAccountAsKey(accountId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
+    const uncount = this.count(this.perKey, keyId, this.limits.perKey, 'This API key holds', 'the most one key may');
+    try {
+      await this.listening();
+    } catch (err) {
+      uncount();
+      throw err;
+    }
+    addTo(this.ofAccounts, accountId, subscriber);
+    addTo(this.ofKeys, keyId, subscriber);
+    return () => {
+      uncount();
+      removeFrom(this.ofAccounts, accountId, subscriber);
+      removeFrom(this.ofKeys, keyId, subscriber);
+    };
+  }
+
+  /**
+   * Registers `subscriber` to be woken when any action of `accountId` may have moved (at most once per
    * ACCOUNT_WAKE_MS), as one of dashboard user `userId`'s streams (see `followAs`).
    */
   subscribeAccount(accountId: number, userId: number, subscriber: EventSubscriber): Promise<() => void> {

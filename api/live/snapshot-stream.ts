@@ -19,6 +19,8 @@ export interface SnapshotStreamOptions {
   heartbeatSeconds: number;
   maxSeconds: number;
   minIntervalMs: number;
+  /** Whether a view is the last there will be (a batch that ended): the stream ends once it is sent. */
+  final?: (view: unknown) => boolean;
 }
 
 export async function streamSnapshots(ctx: Context, options: SnapshotStreamOptions): Promise<void> {
@@ -42,10 +44,15 @@ export async function streamSnapshots(ctx: Context, options: SnapshotStreamOptio
     again = false;
     lastRead = Date.now();
     try {
-      const data = JSON.stringify(await options.read());
+      const view = await options.read();
+      const data = JSON.stringify(view);
       if (data !== lastSent) {
         lastSent = data;
         answer.send(`event: ${options.event}\ndata: ${data}\n\n`);
+      }
+      if (options.final?.(view)) {
+        answer.finish();
+        return;
       }
     } catch (err) {
       answer.finish(); // the database failed: the client reconnects

@@ -63,19 +63,24 @@ function stringEnd(text: string, start: number): number {
  * body costs neither heap for millions of values nor stack in the walks that follow.
  */
 function jsonShapeIssue(text: string, maxValues = MAX_JSON_VALUES): { msg: string; type: string } | undefined {
+  return jsonShape(text, maxValues).issue;
+}
+
+/** jsonShapeIssue's walk: the issue, if any, and the values counted (up to where it stopped). */
+function jsonShape(text: string, maxValues: number): { issue?: { msg: string; type: string }; values: number } {
   let depth = 0;
   let values = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) i = stringEnd(text, i);
     else if (c === 0x5b || c === 0x7b) { // [ {
-      if (++depth > MAX_JSON_DEPTH) return { msg: `must not be nested more than ${MAX_JSON_DEPTH} levels deep`, type: 'maxDepth' };
+      if (++depth > MAX_JSON_DEPTH) return { issue: { msg: `must not be nested more than ${MAX_JSON_DEPTH} levels deep`, type: 'maxDepth' }, values };
       values++;
     } else if (c === 0x5d || c === 0x7d) depth--; // ] }
     else if (c === 0x2c) values++; // ,
-    if (values > maxValues) return { msg: `must not hold more than ${maxValues} values`, type: 'maxValues' };
+    if (values > maxValues) return { issue: { msg: `must not hold more than ${maxValues} values`, type: 'maxValues' }, values };
   }
-  return undefined;
+  return { values };
 }
 
 /** Seconds a request refused for lack of body room is asked to wait (`Retry-After`). */
@@ -154,47 +159,55 @@ const MAX_LINE_ISSUES = 100;
  * An NDJSON body as `{items}`: each non-empty line one JSON object, each checked as a JSON body is; every broken
  * line is reported at once (422, `loc` `["body", <line number>]`, from 1), and more lines than `maxLines` is 422.
  */
-function parseNdjson(text: string, maxLines: number): { body: { items: unknown[] }; lines: NdjsonLines } {
-  const lines = text.split('\n');
+function parseNdjson(text: string, maxLines: number, maxValues: number): { body: { items: unknown[] }; lines: NdjsonLines } {
   const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
   const items: unknown[] = [];
   const numbers: number[] = [];
   const bytes: number[] = [];
   let broken = 0;
-  const report = (line: number, msg: string, type: string) => {
+  let values = 0;
+  const report = (issue: { loc: (string | number)[]; msg: string; type: string }) => {
     broken++;
-    if (issues.length < MAX_LINE_ISSUES) issues.push({ loc: ['body', line], msg, type });
+    if (issues.length < MAX_LINE_ISSUES) issues.push(issue);
   };
-  for (const [index, raw] of lines.entries()) {
+  // Line by line without splitting the text into an array first; every line counts (a blank one too), so that a
+  // body of newlines is refused as soon as it passes the limit.
+  let number = 0;
+  for (let from = 0; from < text.length;) {
+    const newline = text.indexOf('\n', from);
+    const to = newline < 0 ? text.length : newline;
+    const raw = text.slice(from, to);
+    from = to + 1;
+    if (++number > maxLines) {
+      throw new ValidationFailed([{ loc: ['body'], msg: `must not hold more than ${maxLines} lines (line ${number} is one more)`, type: 'maxItems' }]);
+    }
     const line = raw.trim();
     if (line === '') continue;
-    if (items.length + broken >= maxLines) {
-      throw new ValidationFailed([{ loc: ['body'], msg: `must not hold more than ${maxLines} lines (line ${index + 1} is one more)`, type: 'maxItems' }]);
-    }
-    const shape = jsonShapeIssue(line);
-    if (shape) {
-      report(index + 1, shape.msg, shape.type);
+    const shape = jsonShape(line, MAX_JSON_VALUES);
+    if (shape.issue) {
+      report({ loc: ['body', number], ...shape.issue });
       continue;
     }
+    values += shape.values;
+    if (values > maxValues) throw new ValidationFailed([{ loc: ['body'], msg: `must not hold more than ${maxValues} values in all`, type: 'maxValues' }]);
     let value: unknown;
     try {
       value = JSON.parse(line);
     } catch {
-      report(index + 1, 'is not valid JSON', 'json');
+      report({ loc: ['body', number], msg: 'is not valid JSON', type: 'json' });
       continue;
     }
     if (!value || typeof value !== 'object' || Array.isArray(value)) {
-      report(index + 1, 'must be a JSON object', 'type');
+      report({ loc: ['body', number], msg: 'must be a JSON object', type: 'type' });
       continue;
     }
-    const unfit = findUnstorable(value, ['body', index + 1]);
+    const unfit = findUnstorable(value, ['body', number]);
     if (unfit) {
-      broken++;
-      if (issues.length < MAX_LINE_ISSUES) issues.push(unfit);
+      report(unfit);
       continue;
     }
     items.push(value);
-    numbers.push(index + 1);
+    numbers.push(number);
     bytes.push(Buffer.byteLength(line));
   }
   if (broken > issues.length) issues.push({ loc: ['body'], msg: `${broken - issues.length} more lines are broken`, type: 'json' });
@@ -213,7 +226,7 @@ async function readJson(
   const text = await readText(ctx.req, limit, declared, reservation, idleMs);
   if (text.trim() === '') return undefined;
   if (shapeOf.ndjsonLines && ctx.is('application/x-ndjson')) {
-    const { body, lines } = parseNdjson(text, shapeOf.ndjsonLines);
+    const { body, lines } = parseNdjson(text, shapeOf.ndjsonLines, shapeOf.values ?? MAX_JSON_VALUES);
     ctx.state.ndjson = lines;
     return body;
   }

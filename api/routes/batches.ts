@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { stringify } from 'csv-stringify/sync';
 import type { Context } from 'koa';
 import { cancelJob } from '../../src/actions/cancel';
 import { checkItems } from '../../src/batches/create';
@@ -12,8 +13,11 @@ import {
   batchTotals, type BatchRow, cancelBatchRecord, createBatch, ENDED_BATCH_STATUSES, forgetBatch, ITEM_STATUSES, type ItemRow, itemsPage,
   type ItemStatus, ITEM_TYPES, type ItemType, type NewItem, readBatch,
 } from '../../src/batches/store';
-import { AppError, generationUnavailable, notFound, unsupportedParameter, ValidationFailed, type ValidationIssue } from '../../src/errors';
-import { refusedClaim, type StoredResponse } from '../../src/idempotency/keys';
+import { AppError, generationUnavailable, notFound, ValidationFailed, type ValidationIssue } from '../../src/errors';
+import { checkWebhookUrl } from '../../src/webhooks/urls';
+import { keyInFlight, refusedClaim, type StoredResponse } from '../../src/idempotency/keys';
+import { workflowState } from '../../src/temporal/workflow-state';
+import { batchWorkflowId } from '../../src/temporal/contract';
 import { log } from '../../src/log';
 import type { Caller } from '../../src/services';
 import { startBatchWorkflow } from '../../src/temporal/starts';
@@ -26,6 +30,7 @@ import {
   MAX_NDJSON_ITEMS,
 } from '../schemas/batches';
 import type { ApiServices } from '../services';
+import { streamSnapshots } from '../live/snapshot-stream';
 import { compileValidator } from '../validation';
 
 const batchIdPath = { type: 'object', required: ['batch_id'], properties: { batch_id: { type: 'string', maxLength: 64, description: 'UUID' } } };
@@ -38,6 +43,18 @@ const ITEM_BYTES: Record<ItemType, number> = {
   photo: bodyLimit({ bodyImages: 5 }).bytes, card: bodyLimit({ bodyImages: 6 }).bytes, video: bodyLimit({ bodyImages: 2 }).bytes, edit: bodyLimit({}).bytes,
 };
 
+/** A string field of a sent item (whatever was sent: it may not even be an object), up to 100 characters, or null. */
+function fieldOf(item: unknown, field: string): string | null {
+  const value = item !== null && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'string' && value.length <= EXTERNAL_ID.maxLength ? value : null;
+}
+
+/** A sent item's type when it is one of ours, or null. */
+const typeOf = (item: unknown): ItemType | null => {
+  const type = fieldOf(item, 'type');
+  return ITEM_TYPES.includes(type as ItemType) ? type as ItemType : null;
+};
+
 /** One refused item, as the 422 lists it. */
 interface InvalidItem { index: number; line?: number; external_id: string | null; errors: { loc?: (string | number)[]; code?: string; message: string }[] }
 
@@ -45,7 +62,7 @@ interface InvalidItem { index: number; line?: number; external_id: string | null
 const checkAgainInSec = (status: string): number | null => (ENDED_BATCH_STATUSES.includes(status as never) ? null : status === 'queued' ? 2 : 5);
 
 export function batchRoutes(services: ApiServices): Route[] {
-  const { db, signer, temporal, config } = services;
+  const { db, signer, temporal, config, liveEvents } = services;
 
   async function ownBatch(ctx: Context, batchId: string): Promise<BatchRow> {
     if (!UUID.test(batchId)) throw notFound('Batch');
@@ -98,7 +115,7 @@ export function batchRoutes(services: ApiServices): Route[] {
     const where = (index: number) => (lines ? { line: lines.numbers[index] } : {});
     const relative = (issues: ValidationIssue[]) => issues.map((issue) => ({ loc: issue.loc.slice(1), message: issue.msg, code: issue.type }));
     items.forEach((item, index) => {
-      const externalId = typeof item.external_id === 'string' && item.external_id.length <= EXTERNAL_ID.maxLength ? item.external_id : null;
+      const externalId = fieldOf(item, 'external_id');
       const refuse = (errors: InvalidItem['errors']) => invalid.push({ index, ...where(index), external_id: externalId, errors });
       try {
         validateHead(item);
@@ -147,31 +164,30 @@ export function batchRoutes(services: ApiServices): Route[] {
       headers: [idempotencyHeader],
       responses: {
         202: { description: 'The batch, queued; nothing is held until each item starts', schema: batchSchema },
-        400: { description: '`unsupported_parameter`: `webhook_url` (batch webhooks are not offered yet); `invalid_request`: broken JSON' },
+        400: { description: '`invalid_request`: broken JSON' },
         404: { description: '`not_found`' },
         409: { description: '`idempotency_conflict`' },
         413: { description: `\`request_too_large\`: over ${MAX_BATCH_BODY_BYTES} bytes` },
         422: { description: '`invalid_items` (`details.items`: each invalid item\'s `index`, NDJSON `line`, `external_id` and `errors`), or the envelope\'s validation errors; an NDJSON body\'s broken lines by line number' },
       },
-      async handle(ctx, { body, query }: { body: CreateBatchBody; query: { partial: boolean; max_sparks?: number; client_group_id?: string } }) {
+      async handle(ctx, { body, query }: { body: CreateBatchBody; query: Omit<CreateBatchBody, 'items'> & { partial: boolean } }) {
         const caller = ctx.state.caller as Caller;
         const lines = ctx.state.ndjson as NdjsonLines | undefined;
-        const envelope: CreateBatchBody = lines
-          ? { items: body.items, max_sparks: query.max_sparks, client_group_id: query.client_group_id }
-          : body;
+        const { partial, ...fields } = query;
+        const envelope: CreateBatchBody = lines ? { ...fields, items: body.items } : body;
         if (!lines && body.items.length > MAX_JSON_ITEMS) {
           throw new ValidationFailed([{ loc: ['body', 'items'], msg: `must NOT have more than ${MAX_JSON_ITEMS} items (send up to ${MAX_NDJSON_ITEMS} as application/x-ndjson)`, type: 'maxItems' }]);
         }
-        if ((body as { webhook_url?: unknown }).webhook_url !== undefined) throw unsupportedParameter('webhook_url: batch webhooks are not offered yet; poll the batch or read its items');
-        const { claim, done } = await answerRepeat(services, ctx, 'v2:batches', { ...envelope, partial: query.partial });
+        if (envelope.webhook_url) await checkWebhookUrl(services.outbound, envelope.webhook_url, 'webhook_url');
+        const { claim, done } = await answerRepeat(services, ctx, 'v2:batches', { ...envelope, partial });
         if (done) return;
         const { rows, invalid } = await checkedItems(caller, envelope.items, lines);
-        if (invalid.length > 0 && (!query.partial || rows.length === 0)) {
-          throw new AppError(422, 'invalid_items', `${invalid.length} of ${envelope.items.length} items are invalid${query.partial ? ' (none is valid)' : ''}; nothing was started or held`,
+        if (invalid.length > 0 && (!partial || rows.length === 0)) {
+          throw new AppError(422, 'invalid_items', `${invalid.length} of ${envelope.items.length} items are invalid${partial ? ' (none is valid)' : ''}; nothing was started or held`,
             { items: invalid.slice(0, MAX_REPORTED_ITEMS), invalid: invalid.length });
         }
         const invalidRows: NewItem[] = invalid.map((item) => ({
-          position: item.index + 1, external_id: item.external_id, type: ITEM_TYPES.includes(envelope.items[item.index].type as ItemType) ? envelope.items[item.index].type as ItemType : null,
+          position: item.index + 1, external_id: item.external_id, type: typeOf(envelope.items[item.index]),
           request: {}, price: 0, status: 'invalid',
           error_code: item.errors[0].code ?? 'invalid_request', error_message: item.errors.map((e) => `${e.loc?.join('.') ?? ''} ${e.message}`.trim()).join('; '),
         }));
@@ -188,20 +204,30 @@ export function batchRoutes(services: ApiServices): Route[] {
           },
         };
         const created = await createBatch(db, {
-          id: batchId, accountId: caller.accountId, keyId: caller.keyId, maxSparks: envelope.max_sparks ?? null, webhookUrl: null,
+          id: batchId, accountId: caller.accountId, keyId: caller.keyId, maxSparks: envelope.max_sparks ?? null,
+          webhookUrl: envelope.webhook_url ?? null, itemEvents: Boolean(envelope.item_events),
           clientGroupId: envelope.client_group_id ?? null, acceptLanguage: ctx.get('Accept-Language') || null,
           sandboxScenario: caller.sandbox?.scenario ?? null, items: [...rows, ...invalidRows].sort((a, b) => a.position - b.position),
         }, claim, response);
         if (!created) {
           const replay = await refusedClaim(db, claim!);
+          if (!replay.response.status) throw keyInFlight(); // the first request's batch was forgotten meanwhile: try again
           return send(ctx, replay.response, true);
         }
         try {
           await startBatchWorkflow(temporal, config.taskQueue, { batchId, accountId: caller.accountId, items: envelope.items.length });
         } catch (err) {
-          log.error('could not start a batch\'s workflow; the batch is forgotten', { batchId, error: String(err) });
-          await forgetBatch(db, batchId, claim);
-          throw generationUnavailable();
+          // The start may have reached Temporal although it answered an error: then the batch runs and is answered as
+          // accepted. Only a batch whose workflow does not exist is forgotten (nothing of it was held), with its key,
+          // so that a retry is a new request; if Temporal cannot even say, the reconciler starts it later.
+          const state = await workflowState(temporal, batchWorkflowId(batchId)).catch(() => undefined);
+          if (state?.kind !== 'missing') {
+            log.warn('a batch\'s workflow start answered an error; the batch stays accepted', { batchId, error: String(err) });
+          } else {
+            log.error('could not start a batch\'s workflow; the batch is forgotten', { batchId, error: String(err) });
+            await forgetBatch(db, batchId, claim);
+            throw generationUnavailable();
+          }
         }
         send(ctx, response);
       },
@@ -213,6 +239,29 @@ export function batchRoutes(services: ApiServices): Route[] {
       responses: { 200: { description: 'The batch', schema: batchSchema }, 404: { description: '`not_found`: unknown, malformed or another account\'s batch id' } },
       async handle(ctx, { params }) {
         ctx.body = await batchView(await ownBatch(ctx, params.batch_id));
+      },
+    },
+    {
+      method: 'get', path: '/batches/{batch_id}/events', operationId: 'streamBatchEvents', tag: 'Batches v2',
+      summary: 'Live progress of a batch as Server-Sent Events: the batch (as `GET /batches/{batch_id}` answers it) whenever it changes; the stream ends with the batch',
+      params: batchIdPath,
+      responses: {
+        200: { description: '`event: batch` with the batch as `data`, again on each change; ends after the batch has ended', mediaType: 'text/event-stream', schema: { type: 'string' } },
+        404: { description: '`not_found`' },
+        429: { description: '`too_many_streams`: the key holds as many live streams as it may in this process' },
+      },
+      async handle(ctx, { params }) {
+        const batch = await ownBatch(ctx, params.batch_id);
+        const caller = ctx.state.caller as Caller;
+        await streamSnapshots(ctx, {
+          event: 'batch',
+          subscribe: (subscriber) => liveEvents.subscribeAccountAsKey(caller.accountId, caller.keyId, subscriber),
+          read: async () => batchView((await readBatch(db.manager, batch.id))!),
+          final: (view) => (view as { check_again_in_sec: number | null }).check_again_in_sec === null,
+          heartbeatSeconds: liveEvents.limits.heartbeatSeconds,
+          maxSeconds: liveEvents.limits.maxSeconds,
+          minIntervalMs: BATCH_STREAM_MIN_INTERVAL_MS,
+        });
       },
     },
     {
@@ -251,9 +300,9 @@ export function batchRoutes(services: ApiServices): Route[] {
       async handle(ctx, { params }) {
         const batch = await ownBatch(ctx, params.batch_id);
         ctx.type = 'application/x-ndjson';
-        ctx.body = Readable.from((async function* lines() {
+        ctx.body = manifest(ctx, async function* lines() {
           for await (const item of allItems(batch.id)) yield `${JSON.stringify(item)}\n`;
-        })());
+        });
       },
     },
     {
@@ -263,12 +312,12 @@ export function batchRoutes(services: ApiServices): Route[] {
       responses: { 200: { description: `Columns: ${CSV_COLUMNS.join(', ')}`, mediaType: 'text/csv', schema: { type: 'string' } }, 404: { description: '`not_found`' } },
       async handle(ctx, { params }) {
         const batch = await ownBatch(ctx, params.batch_id);
-        ctx.type = 'text/csv';
-        ctx.set('Content-Disposition', `attachment; filename="batch-${batch.id}.csv"`);
-        ctx.body = Readable.from((async function* rows() {
-          yield `${CSV_COLUMNS.join(',')}\r\n`;
-          for await (const item of allItems(batch.id)) yield `${CSV_COLUMNS.map((column) => csvField(item[column])).join(',')}\r\n`;
-        })());
+        ctx.type = 'text/csv; charset=utf-8';
+        ctx.attachment(`batch-${batch.id}.csv`);
+        ctx.body = manifest(ctx, async function* rows() {
+          yield stringify([[...CSV_COLUMNS]]);
+          for await (const item of allItems(batch.id)) yield stringify([CSV_COLUMNS.map((column) => item[column] ?? '')], { escape_formulas: true });
+        });
       },
     },
     {
@@ -284,13 +333,16 @@ export function batchRoutes(services: ApiServices): Route[] {
       },
       async handle(ctx, { params }) {
         const batch = await ownBatch(ctx, params.batch_id);
-        const running = await cancelBatchRecord(db, batch.id);
-        for (const job of running ?? []) await cancelJob(services, job as Parameters<typeof cancelJob>[1]);
-        ctx.body = { batch: await batchView((await readBatch(db.manager, batch.id))!), cancelled: running !== undefined };
+        const { cancelled, live } = await cancelBatchRecord(db, batch.id);
+        for (const job of live) await cancelJob(services, job as Parameters<typeof cancelJob>[1]);
+        ctx.body = { batch: await batchView((await readBatch(db.manager, batch.id))!), cancelled };
       },
     },
   ];
 }
+
+/** A batch's stream reads it at most this often, however fast its items move. */
+const BATCH_STREAM_MIN_INTERVAL_MS = 1_000;
 
 /** Items per page of a streamed manifest. */
 const MANIFEST_PAGE = 1000;
@@ -299,10 +351,17 @@ const MAX_REPORTED_ITEMS = 1000;
 
 const CSV_COLUMNS = ['position', 'external_id', 'type', 'status', 'phase', 'job_id', 'error_code', 'error_message', 'result_url', 'result_url_expires_at'] as const;
 
-/** RFC 4180: quoted when it holds a comma, quote or line break; a leading =, +, - or @ is prefixed with ' (no formula in a spreadsheet). */
-function csvField(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  let text = String(value);
-  if (/^[=+\-@]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+/**
+ * A streamed manifest: a failure mid-way cuts the connection, so that the client sees a failed download, not a
+ * short file.
+ */
+function manifest(ctx: Context, lines: () => AsyncGenerator<string>): Readable {
+  return Readable.from((async function* guarded() {
+    try {
+      yield* lines();
+    } catch (err) {
+      ctx.res.destroy();
+      ctx.app.emit('error', err, ctx);
+    }
+  })());
 }

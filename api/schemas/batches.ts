@@ -1,6 +1,7 @@
 /** Request bodies of catalogue batches: the envelope, and each item type's fields (its single request's body). */
 import { ITEM_STATUSES, ITEM_TYPES, type ItemType } from '../../src/batches/store';
 import { cardRequestSchema, photoRequestSchema, videoRequestSchema } from './generate';
+import { ref } from './shared';
 
 /** Items of a JSON body, and lines of an NDJSON one. */
 export const MAX_JSON_ITEMS = 1_000;
@@ -12,6 +13,8 @@ export const EXTERNAL_ID = { type: 'string', minLength: 1, maxLength: 100, descr
 
 /** The batch's own fields (in a JSON body; query parameters of an NDJSON one). */
 const batchFields = {
+  webhook_url: { ...ref('HttpsUrl'), description: 'Where `batch.completed` or `batch.failed` is sent when the batch ends (unsigned, as a single request\'s)' },
+  item_events: { type: 'boolean', default: false, description: 'Send each item\'s own event (generation, edit or video) to `webhook_url` too' },
   max_sparks: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'The most the batch may hold and charge together; none: the available balance' },
   client_group_id: { type: 'string', maxLength: 100, description: 'Given to every item that names none' },
 };
@@ -23,13 +26,13 @@ export const createBatchSchema = {
     items: {
       type: 'array', minItems: 1, maxItems: MAX_NDJSON_ITEMS,
       description: `1-${MAX_JSON_ITEMS} items in a JSON body (up to ${MAX_NDJSON_ITEMS} lines as application/x-ndjson). Each is \`external_id\`, \`type\` and the body of that type's single request`,
-      items: { type: 'object' },
+      items: {},
     },
     ...batchFields,
   },
 } as const;
 
-export interface CreateBatchBody { items: Record<string, unknown>[]; max_sparks?: number; client_group_id?: string; webhook_url?: string }
+export interface CreateBatchBody { items: Record<string, unknown>[]; max_sparks?: number; client_group_id?: string; webhook_url?: string; item_events?: boolean }
 
 export const createBatchQuery = {
   type: 'object',
@@ -51,7 +54,10 @@ export const ITEM_SCHEMAS: Record<ItemType, { type: 'object'; required: string[]
   video: { type: 'object', ...withoutWebhook(videoRequestSchema) },
   edit: {
     type: 'object', required: ['action_id', 'instruction'],
-    properties: { action_id: { type: 'integer', minimum: 1, maximum: 2147483647 }, instruction: { type: 'string', minLength: 1, maxLength: 1000 } },
+    properties: {
+      action_id: { type: 'integer', minimum: 1, maximum: 2147483647 }, instruction: { type: 'string', minLength: 1, maxLength: 1000 },
+      client_group_id: { type: 'string', maxLength: 100 },
+    },
   },
 };
 

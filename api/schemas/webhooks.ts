@@ -20,9 +20,10 @@ export const registerWebhookSchema = {
   properties: {
     url: { type: 'string', maxLength: 2000 },
     events: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 100 }, description: 'Default: all events' },
+    item_events: { type: 'boolean', default: false, description: 'Also the events of batches\' items (each item\'s generation, edit or video event); a batch\'s own end is `batch.completed` or `batch.failed`' },
   },
 };
-export interface RegisterWebhookRequest { url: string; events?: string[] }
+export interface RegisterWebhookRequest { url: string; events?: string[]; item_events?: boolean }
 
 export const deliveriesQuery = { type: 'object', properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 } } };
 
@@ -38,6 +39,7 @@ export const webhookSchema = (withSecret: boolean) => ({
         + '(X-Service-Signature and the Standard Webhooks webhook-signature)',
     } } : {}),
     events: { type: 'array', items: { type: 'string', enum: [...WEBHOOK_EVENTS] } },
+    item_events: { type: 'boolean', description: 'Whether it takes the events of batches\' items' },
     is_active: { type: 'boolean' },
     created_at: { type: 'string', format: 'date-time' },
     updated_at: { type: 'string', format: 'date-time' },
@@ -50,7 +52,8 @@ export const deliverySchema = {
   properties: {
     delivery_id: { type: 'string', format: 'uuid', description: 'Also the X-Service-Job-Id and webhook-id headers of every attempt' },
     event: { type: 'string' },
-    action_id: { type: 'integer' },
+    action_id: { type: ['integer', 'null'], description: 'The action whose outcome it announces; null for a batch\'s event' },
+    batch_id: { type: ['string', 'null'], description: 'The batch whose end it announces (`batch.completed`, `batch.failed`)' },
     status: { type: 'string', enum: ['pending', 'succeeded', 'failed', 'skipped'] },
     attempts: { type: 'integer' },
     max_attempts: { type: 'integer' },
@@ -64,7 +67,7 @@ export const deliverySchema = {
 
 /** A webhook as the API shows it (never its secret: the registration adds it to its own answer). */
 export const webhookView = (w: WebhookRow) => ({
-  id: w.id, url: w.url, events: w.events, is_active: w.is_active, created_at: iso(w.created_at),
+  id: w.id, url: w.url, events: w.events, item_events: w.item_events, is_active: w.is_active, created_at: iso(w.created_at),
   ...(w.updated_at ? { updated_at: iso(w.updated_at) } : {}),
 });
 

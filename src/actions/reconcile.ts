@@ -24,7 +24,8 @@ import { sqlRows } from '../db/sql';
 import { EVENTS_BY_TYPE_JSON } from '../webhooks/events';
 import { log } from '../log';
 import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
-import { startAnnouncement, startDeliveryWorkflow } from '../temporal/starts';
+import { startAnnouncement, startBatchWorkflow, startDeliveryWorkflow } from '../temporal/starts';
+import { staleQueuedBatches } from '../batches/store';
 import { finishJobAsItsAction } from '../jobs/lifecycle';
 import { closeStoppedDelivery, type PendingDelivery, stalePendingDeliveries } from '../webhooks/store';
 import { lostWorkflowMessage, workflowState } from '../temporal/workflow-state';
@@ -53,7 +54,10 @@ const ownerOf = (row: Owned): string => (row.job_id ? jobWorkflowId(row.job_id) 
 export async function settleStarts(db: DataSource, client: Client, abandonAfterSeconds: number, confirmAfterSeconds = abandonAfterSeconds): Promise<number> {
   // In pages by action id, as the lost workflows are (reconcileLostWorkflows).
   return (await inPages((afterId: number) => sqlRows<Owned & { abandonable: boolean }>(db.manager,
-    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status, a.created_at < now() - make_interval(secs => $1) AS abandonable
+    `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status,
+            a.created_at < now() - make_interval(secs => $1)
+              -- A running batch's item: its batch's workflow starts its job (after a lost worker, a while later).
+              AND NOT EXISTS (SELECT 1 FROM batch_items i JOIN batches b ON b.id = i.batch_id WHERE i.action_id = a.id AND b.status = 'running') AS abandonable
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
       WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => least($1, $2)) AND a.id > $3
       ORDER BY a.id LIMIT ${PAGE_ROWS}`, [abandonAfterSeconds, confirmAfterSeconds, afterId]),
@@ -243,6 +247,20 @@ async function announceFailure(client: Client, taskQueue: string, actionId: numb
 }
 
 /**
+ * Batches committed whose workflow was never started (the API stopped between the two): started, once older than
+ * the start grace. A batch holds nothing until its workflow accepts its items, so starting it late loses nothing.
+ */
+export async function startQueuedBatches(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  let started = 0;
+  for (const batch of await staleQueuedBatches(db, config.startGraceSeconds ?? 30)) {
+    await startBatchWorkflow(client, config.taskQueue, { batchId: batch.id, accountId: batch.account_id, items: batch.items });
+    started++;
+  }
+  if (started > 0) log.warn('started batches whose workflow never started', { started });
+  return started;
+}
+
+/**
  * One pass (`reconcile`) unless another process's, or this one's previous, is still under way: with N worker
  * processes the deployment makes one pass a minute, not N. The lock is held by a session of its own, ended after
  * the pass (or with a process that dies mid-pass), so it can never stay behind in a pooled connection. Answers
@@ -272,6 +290,7 @@ export async function reconcile(db: DataSource, client: Client, config: Reconcil
     await reconcileLostWorkflows(db, client, config);
     await announceUnannouncedOutcomes(db, client, config);
     await settleLostDeliveries(db, client, config);
+    await startQueuedBatches(db, client, config);
   } catch (err) {
     log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
   }

@@ -116,18 +116,25 @@ export interface GalleryRow {
 
 /**
  * A page of the account's actions for the dashboard's gallery, newest first, after `after` (a row's `position`:
- * its creation to the microsecond, in UTC, and its id), keyset-paged on the `actions_account_created` index.
+ * its creation to the microsecond, in UTC, and its id), keyset-paged on the `actions_account_created` index; with
+ * `batchId`, that batch's items only.
  */
-export function galleryPage(db: DataSource, accountId: number, after: { at: string; id: number } | undefined, limit: number): Promise<GalleryRow[]> {
+export function galleryPage(
+  db: DataSource, accountId: number, after: { at: string; id: number } | undefined, limit: number, batchId?: string,
+): Promise<GalleryRow[]> {
+  const params: unknown[] = [accountId, limit];
+  const param = (value: unknown) => `$${params.push(value)}`;
+  const resume = after ? `AND (created_at, id) < (${param(after.at)}::timestamptz, ${param(after.id)})` : '';
+  // A batch's items only (the batch_items_action index finds whether an action is one).
+  const ofBatch = batchId ? `AND id IN (SELECT action_id FROM batch_items WHERE batch_id = ${param(batchId)}::uuid AND action_id IS NOT NULL)` : '';
   return db.query(
     `SELECT a.id, a.type, a.status, ${productNameOf('a', 'p')} AS product_name, a.card_id, a.project_id,
             a.asset_path, a.has_thumbnail, a.created_at,
             ${positionTimeSql('a.created_at')} AS position
-       FROM (SELECT * FROM actions WHERE account_id = $1 ${after ? 'AND (created_at, id) < ($3::timestamptz, $4)' : ''}
+       FROM (SELECT * FROM actions WHERE account_id = $1 ${resume} ${ofBatch}
               ORDER BY created_at DESC, id DESC LIMIT $2) a
        JOIN projects p ON p.id = a.project_id
-      ORDER BY a.created_at DESC, a.id DESC`,
-    after ? [accountId, limit, after.at, after.id] : [accountId, limit]);
+      ORDER BY a.created_at DESC, a.id DESC`, params);
 }
 
 /** An action's latest `limit` recorded events (live progress's log), oldest first. */

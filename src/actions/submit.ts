@@ -123,6 +123,9 @@ async function placeAndStart<R>(services: SubmitServices, spec: NewAction<R>): P
   const response: StoredResponse = { status: spec.status ?? 200, body: spec.respond(placed) };
   const accountId = spec.caller.accountId;
 
+  // A batch's item is answered again by a retried accept step without coming back here: its inputs are stored
+  // before it is accepted (a refused one leaves files that the purge of inputs removes).
+  if (spec.startedBy === 'parent') await storeInputs(services, spec.inputs ?? []);
   const parts = new CompoundStatement();
   parts.with('claimed', claimPart(parts, spec.idempotency, response, placed.actionId));
   parts.with('project', projectPart(parts, spec.caller, where.project));
@@ -152,7 +155,7 @@ async function placeAndStart<R>(services: SubmitServices, spec: NewAction<R>): P
   // Committed as `starting`: its workflow's first step records it `started`. Until then a repeat of its
   // Idempotency-Key asks Temporal whether the workflow exists, and the reconciler abandons a start that never happened.
   try {
-    await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
+    if (spec.startedBy !== 'parent') await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
     if (spec.startedBy === 'parent') {
       // Its parent workflow starts it, with the job's id.
     } else if (!temporal) {

@@ -40,10 +40,10 @@ export async function checkItems(
 }
 
 /** Every upload the items name, read at once. */
-async function uploadsNamed(db: DataSource, items: { request: Record<string, unknown> }[]): Promise<Map<string, UploadRow>> {
+async function uploadsNamed(db: DataSource, items: { type: ItemType; request: Record<string, unknown> }[]): Promise<Map<string, UploadRow>> {
   const ids = new Set<string>();
   for (const item of items) {
-    for (const { image } of imagesOf(item.request)) if (image.data?.startsWith('upl_')) ids.add(image.data);
+    for (const { image } of imagesOf(item.type, item.request)) if (image.data?.startsWith('upl_')) ids.add(image.data);
   }
   if (ids.size === 0) return new Map();
   const rows: UploadRow[] = await db.query(
@@ -51,14 +51,20 @@ async function uploadsNamed(db: DataSource, items: { request: Record<string, unk
   return new Map(rows.map((row) => [row.id, row]));
 }
 
-/** The image fields of an item's request, with where each is (as its single request names it). */
-function imagesOf(request: Record<string, unknown>): { image: ImageInput; where: string; set(image: ImageInput): void }[] {
+/** The single image fields of each type's request (its schema checked them; other fields are not read). */
+const IMAGE_FIELDS: Record<ItemType, string[]> = { photo: [], card: ['design_reference_image'], video: ['image', 'final_frame'], edit: [] };
+
+/**
+ * The image fields of an item's request that its type reads, with where each is (as its single request names it):
+ * only those are rebuilt and stored, so that a field its type does not read is never looked at.
+ */
+function imagesOf(type: ItemType, request: Record<string, unknown>): { image: ImageInput; where: string; set(image: ImageInput): void }[] {
   const found: { image: ImageInput; where: string; set(image: ImageInput): void }[] = [];
-  if (Array.isArray(request.images)) {
+  if (type === 'photo' || type === 'card') {
     const list = request.images as ImageInput[];
     list.forEach((image, i) => found.push({ image, where: `images[${i}]`, set: (next) => { list[i] = next; } }));
   }
-  for (const field of ['design_reference_image', 'image', 'final_frame']) {
+  for (const field of IMAGE_FIELDS[type]) {
     const image = request[field] as ImageInput | undefined;
     if (image) found.push({ image, where: field, set: (next) => { request[field] = next; } });
   }
@@ -72,7 +78,7 @@ async function checkItem(
   const { request } = item;
   if (item.type === 'card') checkCardOrder(request as Parameters<typeof checkCardOrder>[0]);
   const sizes = new Map<string, { width: number; height: number }>();
-  for (const { image, where, set } of imagesOf(request)) {
+  for (const { image, where, set } of imagesOf(item.type, request)) {
     // Rebuilt from what a client may send: `stored` is never taken from a request.
     if (image.url !== undefined) {
       set({ url: image.url, media_type: image.media_type });

@@ -10,6 +10,8 @@ import type { EditParams } from '../actions/params';
 import { newVersionOf, type NewAction, routeFor, submitAction, type SubmitServices } from '../actions/submit';
 import { readPriceList } from '../billing/pricing';
 import { AppError } from '../errors';
+import { databaseAway } from '../db/sql';
+import { log } from '../log';
 import { editableSource, generationPreparation, newVideoCard, type CardOrder, type PhotoOrder, type VideoOrder } from '../generation/prepare';
 import type { JobType } from '../jobs/lifecycle';
 import type { SandboxScenario } from '../providers/sandbox';
@@ -46,6 +48,12 @@ export interface ItemsTaken {
   window: number;
 }
 
+/**
+ * Items accepted per step at most: each may fetch images and ask the text provider, and its job starts only when the
+ * step returns, so a step stays short (the step heartbeats after each item).
+ */
+const ACCEPT_PAGE = 10;
+
 const JOB_TYPE: Record<ItemType, JobType> = { photo: 'generation.execute', card: 'card.execute', video: 'video.execute', edit: 'edit.execute' };
 
 /** Refusals that mean the money ran out: the batch stops starting items. */
@@ -61,7 +69,7 @@ class ItemNotClaimed extends Error {}
  * `failed` with the error, and nothing is held for it.
  */
 export async function acceptNextItems(
-  services: BatchRunServices, batchId: string, cursor: { after: number; inFlight: number; spent: number },
+  services: BatchRunServices, batchId: string, cursor: { after: number; inFlight: number; spent: number }, progress?: () => void,
 ): Promise<ItemsTaken> {
   const { db } = services;
   const batch = await readBatch(db.manager, batchId);
@@ -72,28 +80,34 @@ export async function acceptNextItems(
   if (!caller) throw new Error(`the key ${batch.key_id} of batch ${batchId} does not exist`);
   const room = window - cursor.inFlight;
   if (room <= 0) return taken;
-  const items = await pendingItems(db.manager, batchId, cursor.after, room);
+  const items = await pendingItems(db.manager, batchId, cursor.after, Math.min(room, ACCEPT_PAGE));
   let spent = cursor.spent;
   for (const item of items) {
-    if (item.job_id !== null) {
-      taken.accepted.push({ position: item.position, accountId: batch.account_id, price: item.price, job: jobInput(services, caller, item.type, item.job_id, item.action_id!) });
-    } else {
-      const outcome = await acceptItem(services, batch, caller, item, spent);
-      if (outcome.stop) return { ...taken, stop: outcome.stop };
-      if (outcome.accepted) {
-        taken.accepted.push(outcome.accepted);
-        spent += outcome.accepted.price;
-      }
+    const outcome = item.job_id !== null
+      ? { accepted: acceptedItem(services, batch, caller, item as typeof item & { job_id: string; action_id: number }) } // by an earlier try of this step
+      : await acceptItem(services, batch, caller, item, spent);
+    if (outcome.stop) return { ...taken, stop: outcome.stop };
+    if (outcome.accepted) {
+      taken.accepted.push(outcome.accepted);
+      spent += outcome.accepted.price;
     }
     taken.lastPosition = item.position;
+    progress?.();
   }
-  return { ...taken, done: items.length < room };
+  return { ...taken, done: items.length < Math.min(room, ACCEPT_PAGE) };
 }
 
 /** This batch's share of its account's items in flight: the account's bound split among its running batches. */
 async function windowOf(m: EntityManager, batch: BatchRow, limits: BatchLimits): Promise<number> {
   const [{ n }] = await m.query(`SELECT count(*)::int AS n FROM batches WHERE account_id = $1 AND status = 'running'`, [batch.account_id]);
   return Math.max(1, Math.min(limits.itemsInFlight, Math.floor(limits.accountItemsInFlight / Math.max(1, n))));
+}
+
+/** An item that has its job already: answered again with the price it holds. */
+function acceptedItem(
+  services: BatchRunServices, batch: BatchRow, caller: Caller, item: { position: number; type: ItemType; price: number; job_id: string; action_id: number },
+): AcceptedItem {
+  return { position: item.position, accountId: batch.account_id, price: item.price, job: jobInput(services, caller, item.type, item.job_id, item.action_id) };
 }
 
 function jobInput(services: BatchRunServices, caller: Caller, type: ItemType, jobId: string, actionId: number): JobInput {
@@ -110,23 +124,30 @@ async function acceptItem(
 ): Promise<{ accepted?: AcceptedItem; stop?: 'budget' | 'cancelled' }> {
   const jobId = randomUUID();
   try {
-    const spec = await submissionOf(services, batch, caller, item);
+    const spec = await submissionOf(services, batch, caller, item).catch(async (err: unknown) => {
+      if (err instanceof AppError || databaseAway(err)) throw err;
+      // Not the request's fault, nor the database's (a pinned upload gone from the store, a provider's answer that
+      // could not be read): the item fails rather than its batch retrying the step for ever.
+      log.error('a batch item could not be prepared', { batchId: batch.id, position: item.position, error: String(err) });
+      throw new AppError(500, 'internal_error', 'The item could not be prepared');
+    });
     if (batch.max_sparks !== null && spent + spec.price > batch.max_sparks) return { stop: 'budget' };
     let actionId = 0;
     await submitAction(services, {
       ...spec, caller, job: { id: jobId, type: JOB_TYPE[item.type] }, startedBy: 'parent',
       clientGroupId: (item.request.client_group_id as string | undefined) ?? batch.client_group_id ?? undefined,
+      webhookUrl: batch.item_events && batch.webhook_url ? batch.webhook_url : undefined,
       respond: (placed) => {
         actionId = placed.actionId;
         return {};
       },
       alsoRecord: async (m, placed) => {
-        if (!(await claimItem(m, batch.id, item.position, jobId, placed.actionId))) throw new ItemNotClaimed();
+        if (!(await claimItem(m, batch.id, item.position, jobId, placed.actionId, spec.price))) throw new ItemNotClaimed();
       },
     });
     return { accepted: { position: item.position, accountId: batch.account_id, price: spec.price, job: jobInput(services, caller, item.type, jobId, actionId) } };
   } catch (err) {
-    if (err instanceof ItemNotClaimed) return { stop: 'cancelled' }; // the batch was cancelled meanwhile
+    if (err instanceof ItemNotClaimed) return claimedElsewhere(services, batch, caller, item.position);
     if (!(err instanceof AppError)) throw err; // the database or the store: the step is tried again
     if (MONEY_CODES.includes(err.code)) return { stop: 'budget' };
     // A request that cannot be served as it is (an image unreadable, a provider not configured): the item fails
@@ -134,6 +155,20 @@ async function acceptItem(
     await closeItem(services.db, batch.id, item.position, 'failed', { code: err.code, message: err.message });
     return {};
   }
+}
+
+/**
+ * The item was not this step's to claim: the batch was cancelled meanwhile, or another try of this step (one its
+ * worker was lost in) claimed it first, whose job is then this item's.
+ */
+async function claimedElsewhere(services: BatchRunServices, batch: BatchRow, caller: Caller, position: number): Promise<{ accepted?: AcceptedItem; stop?: 'cancelled' }> {
+  const now = await readBatch(services.db.manager, batch.id);
+  if (now?.status !== 'running') return { stop: 'cancelled' };
+  const [item] = await pendingItems(services.db.manager, batch.id, position - 1, 1);
+  if (item?.position === position && item.job_id !== null) {
+    return { accepted: acceptedItem(services, batch, caller, item as typeof item & { job_id: string; action_id: number }) };
+  }
+  return {};
 }
 
 /** The item made ready to submit as its v1 request would be (without its caller, job and answer). */

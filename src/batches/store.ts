@@ -5,6 +5,7 @@
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
+import { positionTimeSql } from '../db/keyset';
 import type { IdempotencyClaim, StoredResponse } from '../idempotency/keys';
 import { IDEMPOTENCY_WINDOW_SECONDS } from '../housekeeping/retention';
 
@@ -46,6 +47,8 @@ export interface NewBatch {
   keyId: number;
   maxSparks: number | null;
   webhookUrl: string | null;
+  /** Items' own events go to `webhookUrl` too. */
+  itemEvents: boolean;
   clientGroupId: string | null;
   acceptLanguage: string | null;
   sandboxScenario: string | null;
@@ -53,7 +56,7 @@ export interface NewBatch {
 }
 
 export interface BatchRow {
-  id: string; account_id: number; key_id: number; status: BatchStatus; max_sparks: number | null; webhook_url: string | null;
+  id: string; account_id: number; key_id: number; status: BatchStatus; max_sparks: number | null; webhook_url: string | null; item_events: boolean;
   client_group_id: string | null; accept_language: string | null; sandbox_scenario: string | null; items: number; price: number;
   created_at: Date; started_at: Date | null; completed_at: Date | null;
 }
@@ -77,10 +80,10 @@ export async function createBatch(db: DataSource, batch: NewBatch, claim: Idempo
     }
     const price = batch.items.filter((item) => item.status === 'pending').reduce((sum, item) => sum + item.price, 0);
     await m.query(`
-      INSERT INTO batches (id, account_id, key_id, max_sparks, webhook_url, client_group_id, accept_language, sandbox_scenario, items, price)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-    [batch.id, batch.accountId, batch.keyId, batch.maxSparks, batch.webhookUrl, batch.clientGroupId, batch.acceptLanguage, batch.sandboxScenario,
-      batch.items.length, price]);
+      INSERT INTO batches (id, account_id, key_id, max_sparks, webhook_url, item_events, client_group_id, accept_language, sandbox_scenario, items, price)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [batch.id, batch.accountId, batch.keyId, batch.maxSparks, batch.webhookUrl, batch.itemEvents, batch.clientGroupId, batch.acceptLanguage,
+      batch.sandboxScenario, batch.items.length, price]);
     // In slices, so that no single parameter holds every item's images.
     for (let from = 0; from < batch.items.length; from += INSERT_SLICE) {
       await m.query(`
@@ -154,21 +157,24 @@ export function itemsPage(m: EntityManager, batchId: string, options: { status?:
 
 /**
  * Cancels a batch that has not ended: it ends `cancelled`, and its items that have not started are cancelled with
- * it (nothing was held for them). Answers the jobs of its started items that are still live, for the caller to
- * cancel as single jobs are; undefined when the batch had already ended. Takes the batch's row lock, which an
+ * it (nothing was held for them). Answers whether this call cancelled it and, for a cancelled batch (by this call or
+ * an earlier one, whose job cancels may not all have been made), the jobs of its started items that are still live,
+ * for the caller to cancel as single jobs are. Takes the batch's row lock, which an
  * item's accept takes too (`claimItemPart`): an item is accepted before the cancel (and its job is answered) or not
  * at all.
  */
-export async function cancelBatchRecord(db: DataSource, batchId: string): Promise<{ id: string; action_id: number; status: string; updated_at: Date }[] | undefined> {
+export async function cancelBatchRecord(db: DataSource, batchId: string): Promise<{ cancelled: boolean; live: { id: string; action_id: number; status: string; updated_at: Date }[] }> {
   return db.transaction(async (m) => {
     const cancelled = await sqlRows(m, `
       UPDATE batches SET status = 'cancelled', completed_at = now()
        WHERE id = $1 AND status IN ('queued', 'running') RETURNING id`, [batchId]);
-    if (cancelled.length === 0) return undefined;
+    const [batch] = await sqlRows<{ status: string }>(m, 'SELECT status FROM batches WHERE id = $1', [batchId]);
+    if (batch?.status !== 'cancelled') return { cancelled: false, live: [] };
     await m.query(`UPDATE batch_items SET status = 'cancelled' WHERE batch_id = $1 AND status = 'pending'`, [batchId]);
-    return sqlRows(m, `
+    const live = await sqlRows<{ id: string; action_id: number; status: string; updated_at: Date }>(m, `
       SELECT j.id, j.action_id, j.status, j.updated_at FROM batch_items i JOIN jobs j ON j.id = i.job_id
        WHERE i.batch_id = $1 AND j.status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled')`, [batchId]);
+    return { cancelled: cancelled.length > 0, live };
   });
 }
 
@@ -185,13 +191,16 @@ export function pendingItems(m: EntityManager, batchId: string, afterPosition: n
      WHERE batch_id = $1 AND position > $2 AND status IN ('pending', 'running') ORDER BY position LIMIT $3`, [batchId, afterPosition, limit]);
 }
 
-/** Makes the item the job's, in the accept's transaction, only while it has none and its batch runs. */
-export async function claimItem(m: EntityManager, batchId: string, position: number, jobId: string, actionId: number): Promise<boolean> {
+/**
+ * Makes the item the job's, in the accept's transaction, only while it has none and its batch runs; its price
+ * becomes the one held.
+ */
+export async function claimItem(m: EntityManager, batchId: string, position: number, jobId: string, actionId: number, price: number): Promise<boolean> {
   const rows = await sqlRows(m, `
-    UPDATE batch_items i SET status = 'running', job_id = $3::uuid, action_id = $4
+    UPDATE batch_items i SET status = 'running', job_id = $3::uuid, action_id = $4, price = $5
       FROM (SELECT id FROM batches WHERE id = $1::uuid AND status = 'running' FOR NO KEY UPDATE) b
      WHERE i.batch_id = b.id AND i.position = $2 AND i.job_id IS NULL AND i.status = 'pending'
-    RETURNING i.position`, [batchId, position, jobId, actionId]);
+    RETURNING i.position`, [batchId, position, jobId, actionId, price]);
   return rows.length > 0;
 }
 
@@ -222,5 +231,23 @@ export async function finishBatchRecord(db: DataSource, batchId: string, stopped
                                        WHERE i.batch_id = b.id AND (${SHOWN_STATUS}) <> 'succeeded') THEN 'completed_with_errors'
                          ELSE 'completed' END
      WHERE id = $1 AND status IN ('queued', 'running') RETURNING status`, [batchId, stoppedForBudget]);
-  return row?.status ?? (await readBatch(db.manager, batchId))!.status;
+  return row?.status ?? (await readBatch(db.manager, batchId))?.status ?? 'cancelled'; // gone: forgotten by the API
+}
+
+/** Batches still `queued` after `graceSeconds`: their workflow was never started (at most 100 a pass). */
+export function staleQueuedBatches(db: DataSource, graceSeconds: number): Promise<Pick<BatchRow, 'id' | 'account_id' | 'items'>[]> {
+  return sqlRows(db.manager, `SELECT id, account_id, items FROM batches WHERE status = 'queued' AND created_at < now() - make_interval(secs => $1)
+    ORDER BY created_at LIMIT 100`, [graceSeconds]);
+}
+
+/** One batch of the account's list (the dashboard's), newest first. */
+export interface BatchListRow extends BatchRow { position: string }
+
+/** A page of the account's batches, newest first, after `after` (a row's creation to the microsecond, in UTC, and its id). */
+export function batchesPage(db: DataSource, accountId: number, after: { at: string; id: string } | undefined, limit: number): Promise<BatchListRow[]> {
+  return sqlRows<BatchListRow>(db.manager,
+    `SELECT *, ${positionTimeSql('created_at')} AS position FROM batches
+      WHERE account_id = $1 ${after ? 'AND (created_at, id) < ($3::timestamptz, $4::uuid)' : ''}
+      ORDER BY created_at DESC, id DESC LIMIT $2`,
+    after ? [accountId, limit, after.at, after.id] : [accountId, limit]);
 }

@@ -100,7 +100,7 @@ export const TIMEOUTS = {
   /** One webhook POST: the receiver has 10 s; the rest is margin for connecting. */
   delivery: { startToCloseTimeout: '15 seconds' },
   /** Accepting a page of a batch's items: each may fetch its images and ask the text provider to analyse them. */
-  batchAccept: { startToCloseTimeout: '10 minutes' },
+  batchAccept: { startToCloseTimeout: '10 minutes', heartbeatTimeout: '2 minutes' },
 } as const;
 
 /** ApplicationFailure types raised by activities; the permanent ones are never retried. */

@@ -118,7 +118,8 @@ export async function startAnnouncement(client: Client, taskQueue: string, actio
 
 export interface DeliveryStart {
   deliveryId: string;
-  actionId: number;
+  /** The action whose outcome it announces (null for a batch's event). */
+  actionId: number | null;
   event: string;
   maxAttempts: number;
   retryInitialMs: number;
@@ -138,7 +139,7 @@ export async function startDeliveryWorkflow(client: Client, taskQueue: string, d
     args: [{ deliveryId: delivery.deliveryId, maxAttempts: delivery.maxAttempts, retryInitialMs: delivery.retryInitialMs }],
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
     typedSearchAttributes: [
-      { key: SEARCH_ATTRIBUTES.actionId, value: delivery.actionId },
+      ...(delivery.actionId !== null ? [{ key: SEARCH_ATTRIBUTES.actionId, value: delivery.actionId }] : []),
       { key: SEARCH_ATTRIBUTES.webhookEvent, value: delivery.event },
     ],
     staticSummary: delivery.summary,

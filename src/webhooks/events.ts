@@ -4,7 +4,12 @@ import { ACTION_TYPES, type ActionType } from '../db/entities/action';
 
 export const WEBHOOK_EVENTS = [
   'generation.completed', 'generation.failed', 'edit.completed', 'edit.failed', 'video.completed', 'video.failed',
+  'batch.completed', 'batch.failed',
 ] as const;
+
+/** A batch that ran every item (`completed`, `completed_with_errors`) is `batch.completed`; one that stopped before is `batch.failed`. */
+export const batchEvent = (status: string): 'batch.completed' | 'batch.failed' =>
+  (status === 'completed' || status === 'completed_with_errors' ? 'batch.completed' : 'batch.failed');
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 export const MAX_WEBHOOKS = 5;
@@ -67,6 +72,18 @@ export function standardWebhookHeaders(id: string, timestampSeconds: number, raw
     headers['webhook-signature'] = `v1,${mac}`;
   }
   return headers;
+}
+
+/** The payload of `batch.completed` and `batch.failed`: the batch as `GET /api/v2/batches/{id}` counts it when it ended. */
+export interface BatchWebhookPayload {
+  batch_id: string;
+  status: string;
+  items: number;
+  counts: Record<string, number>;
+  price: number;
+  charged: number;
+  client_group_id?: string;
+  livemode: boolean;
 }
 
 export interface WebhookPayload {

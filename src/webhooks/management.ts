@@ -29,7 +29,7 @@ async function ownWebhook({ db }: Pick<Services, 'db'>, accountId: number, webho
  * MAX_WEBHOOKS per account. The secret is answered here and nowhere else; it is stored sealed.
  */
 export async function registerAccountWebhook(
-  { db, outbound, secrets }: WebhookServices, accountId: number, request: { url: string; events?: string[] },
+  { db, outbound, secrets }: WebhookServices, accountId: number, request: { url: string; events?: string[]; item_events?: boolean },
 ): Promise<WebhookRow & { secret: string }> {
   const unknown = (request.events ?? []).filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
   if (unknown.length > 0) {
@@ -38,7 +38,7 @@ export async function registerAccountWebhook(
   const url = await checkWebhookUrl(outbound, request.url, 'url');
   const events = request.events && request.events.length > 0 ? [...new Set(request.events)] : [...WEBHOOK_EVENTS];
   const secret = newWebhookSecret();
-  const created = await registerWebhook(db, accountId, { url: url.toString(), sealedSecret: secrets.seal(secret), events });
+  const created = await registerWebhook(db, accountId, { url: url.toString(), sealedSecret: secrets.seal(secret), events, itemEvents: request.item_events ?? false });
   return { ...created, secret };
 }
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { routeGroups } from '../../api/app';
-import { actionWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
+import { actionWorkflowId, batchWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { startHttpsServer, TestHttpsServer } from '../support/https-server';
 import { Stack, startStack } from '../support/stack';
@@ -46,9 +46,11 @@ describe('access across accounts: every route with a resource id', function () {
     const funnel = (await asA('POST', `${V1}/funnels`, { images: [{ data: image }], locale: 'en' })).body;
     const job = (await asA('POST', `${V2}/jobs/generate`, { images: [{ data: image }] })).body;
     await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).result();
+    const batch = (await asA('POST', `${V2}/batches`, { items: [{ external_id: 'sku', type: 'photo', images: [{ data: image }] }] })).body;
+    await stack.temporal.workflow.getHandle(batchWorkflowId(batch.batch_id)).result();
     const ids: Record<string, string | number> = {
       project_id: project.id, card_id: cardId, action_id: action.action_id, webhook_id: hook.id,
-      delivery_id: delivery.delivery_id, funnel_id: funnel.funnel_id, job_id: job.job_id,
+      delivery_id: delivery.delivery_id, funnel_id: funnel.funnel_id, job_id: job.job_id, batch_id: batch.batch_id,
     };
     for (const [name, value] of Object.entries(ids)) assert.ok(value !== undefined, `A's ${name}`);
     const bProject = (await asB('POST', `${V1}/projects`, { name: 'theirs' })).body;
@@ -101,6 +103,7 @@ describe('access across accounts: every route with a resource id', function () {
     assert.equal((await asA('GET', `${V1}/webhooks`)).body.webhooks.length, 1);
     assert.equal((await asA('GET', `${V1}/status/${action.action_id}`)).body.status, 'completed');
     assert.equal((await asA('GET', `${V2}/jobs/${job.job_id}`)).body.status, 'succeeded');
+    assert.equal((await asA('GET', `${V2}/batches/${batch.batch_id}`)).body.status, 'completed');
     const after = await stack.db.query('SELECT balance, held FROM accounts WHERE id = ANY($1) ORDER BY id', [[a.accountId, b.accountId]]);
     assert.deepEqual(after.map((x: { balance: number }) => x.balance), [before[0].balance, before[1].balance - 5], 'only B\'s own photo is charged');
   });

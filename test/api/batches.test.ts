@@ -4,6 +4,7 @@ import { grantSparks } from '../../src/billing/sparks';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { batchWorkflowId } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { openSse } from '../support/sse-client';
 import { Stack, startStack } from '../support/stack';
 
 const V2 = '/api/v2';
@@ -82,7 +83,7 @@ describe('v2 catalogue batches', function () {
       assert.deepEqual(lines.map((l) => l.external_id), ['sku-1', 'sku-2', 'sku-3', 'sku-4', 'sku-5']);
       assert.ok(lines.every((l) => l.status === 'succeeded' && l.result_url));
       const csv = await (await fetch(`${stack.baseUrl}${V2}/batches/${batch.batch_id}/results.csv`, { headers: { Authorization: `Bearer ${apiKey}` } })).text();
-      const rows = csv.trim().split('\r\n');
+      const rows = csv.trim().split('\n');
       assert.equal(rows[0], 'position,external_id,type,status,phase,job_id,error_code,error_message,result_url,result_url_expires_at');
       assert.equal(rows.length, 6);
       assert.match(rows[4], /^4,sku-4,video,succeeded,completed,/);
@@ -184,6 +185,20 @@ describe('v2 catalogue batches', function () {
       stack = await startStack({ batchLimits: { itemsInFlight: 1, accountItemsInFlight: 1 }, provider: new LocalRenderer({ delayMs: 300 }) });
     });
     after(() => stack.stop());
+
+    it('streams the batch as it moves and ends the stream with it', async () => {
+      const { apiKey } = await newAccount(stack.db, 100);
+      const call = apiClient(stack.baseUrl, apiKey);
+      const created = (await call('POST', `${V2}/batches`, { items: [photo('s1'), photo('s2'), photo('s3')] })).body;
+      const stream = await openSse(`${stack.baseUrl}${V2}/batches/${created.batch_id}/events`, { Authorization: `Bearer ${apiKey}` });
+      assert.equal(stream.status, 200);
+      await stream.ended;
+      const seen = stream.events.map((e) => `${e.event}:${e.data.status}:${e.data.counts.succeeded}`);
+      assert.equal(seen[seen.length - 1], 'batch:completed:3', seen.join(' '));
+      assert.ok(seen.length >= 2, `the batch was seen moving: ${seen.join(' ')}`);
+      const stranger = await openSse(`${stack.baseUrl}${V2}/batches/${created.batch_id}/events`, { Authorization: `Bearer ${(await newAccount(stack.db, 10)).apiKey}` });
+      assert.equal(stranger.status, 404);
+    });
 
     it('cancels the items not started at once and each running one as a job, each charged or released, never both', async () => {
       const { accountId, apiKey } = await newAccount(stack.db, 100);

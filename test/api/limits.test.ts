@@ -62,6 +62,7 @@ describe('request limits', function () {
         [`post ${V1}/analyze`]: images(1), [`post ${V1}/wishes/suggest`]: images(5), [`post ${V1}/video/suggest-scenario`]: images(1),
         [`post ${V1}/quote`]: images(6), // the body of any request it prices, images included (not read)
         [`post ${V2}/jobs/generate`]: images(5), [`post ${V2}/jobs/edit`]: plain,
+        [`post ${V2}/batches`]: { bytes: 64 * 1024 * 1024, code: 'request_too_large' }, // a whole catalogue; each item is held to its own route's limit
         [`post ${V1}/funnels`]: images(5), [`post ${V1}/funnels/{funnel_id}/setup`]: images(3), [`post ${V1}/funnels/{funnel_id}/generate`]: plain,
         ...Object.fromEntries(['post /sign-in', 'post /password', 'post /links/redeem', 'post /password-reset', 'post /sign-up', 'post /keys',
           'patch /keys/{key_id}', 'post /keys/{key_id}/spend-limit', 'post /members', 'patch /members/{user_id}', 'post /webhooks', 'patch /webhooks/{webhook_id}',

@@ -62,7 +62,7 @@ describe('the dashboard in Chromium', function () {
   });
 
   for (const viewport of [{ width: 375, height: 740 }, { width: 1280, height: 800 }]) {
-    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, gallery and detail, webhook log and redelivery, ledger and CSV, try it, members, no axe problems`, async () => {
+    it(`at ${viewport.width} px: sign in from the CLI's link, a key used and revoked, live overview, gallery and detail, a batch in the gallery, webhook log and redelivery, ledger and CSV, try it, members, no axe problems`, async () => {
       const account = await newAccount(stack.db, 50);
       const email = `owner-${viewport.width}-${Date.now()}@example.com`;
       const { stdout } = await promisify(execFile)('node', [path.join(ROOT, 'dist/app/cli/admin.js'), 'user:invite', '--account', String(account.accountId), '--email', email, '--json'], {
@@ -143,6 +143,24 @@ describe('the dashboard in Chromium', function () {
         const opened = await context.request.get(result!); // the result itself, as the link opens it
         assert.deepEqual([opened.status(), opened.headers()['content-type']], [200, 'image/jpeg']);
         await page.locator('ol.timeline li').filter({ hasText: 'completed' }).first().waitFor();
+        assert.deepEqual(await accessibilityProblems(page), []);
+
+        // A catalogue batch: listed with its items per status; its items, and only they, in the gallery.
+        const batch = await apiClient(stack.baseUrl, secret)('POST', '/api/v2/batches', {
+          items: ['a', 'b'].map((sku) => ({ external_id: sku, type: 'photo', images: [{ data: image }], product_name: `Lamp ${sku}`, category_id: 'home', resolution: '1K' })),
+        });
+        assert.equal(batch.status, 202, JSON.stringify(batch.body));
+        await stack.temporal.workflow.getHandle(`batch-${batch.body.batch_id}`).result();
+        await page.getByRole('link', { name: 'Batches' }).click();
+        const batchRow = page.getByRole('row').filter({ hasText: batch.body.batch_id });
+        await batchRow.getByText('2 succeeded').waitFor();
+        await batchRow.getByText('10 charged').waitFor();
+        assert.deepEqual(await accessibilityProblems(page), []);
+        await picture('batches');
+        await batchRow.getByRole('link', { name: 'In the gallery' }).click();
+        await page.getByRole('img', { name: 'Lamp b' }).waitFor();
+        await page.getByRole('img', { name: 'Lamp a' }).waitFor();
+        assert.equal(await page.getByRole('img', { name: `Teapot ${HOSTILE}` }).count(), 0, 'only the batch\'s items');
         assert.deepEqual(await accessibilityProblems(page), []);
 
         // A webhook whose receiver refuses: the refused delivery is in its log, and a redelivery goes through.

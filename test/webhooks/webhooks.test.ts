@@ -98,7 +98,8 @@ describe('webhooks', function () {
       for (const secret of [created.secret, ...Array.from({ length: 200 }, newWebhookSecret)]) {
         assert.doesNotThrow(() => new Webhook(secret), `the standardwebhooks library takes ${secret} as it is`);
       }
-      assert.deepEqual(created.events.length, 6, 'all events by default');
+      assert.deepEqual(created.events.length, 8, 'all events by default');
+      assert.equal(created.item_events, false, 'batch items\' events only when asked');
       assert.equal(created.is_active, true);
       const list = (await call('GET', `${V1}/webhooks`)).body.webhooks;
       assert.equal(list.length, 1);
@@ -547,6 +548,48 @@ describe('webhooks', function () {
       assert.equal((await call('GET', `${V1}/status/${action.action_id}`)).body.status, 'failed', 'final before the receiver answers well');
       await eventually(async () => received(path).length, (n) => n >= 1);
       assert.equal(received(path)[0].headers['x-service-event'], 'generation.failed');
+    });
+  });
+
+  describe('batch events', () => {
+    const item = (id: string) => ({ external_id: id, type: 'photo', images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K' });
+    const events = (path: string) => received(path).map((r) => r.headers['x-service-event']).sort();
+
+    it('sends batch.completed to subscribed webhooks and the batch\'s webhook_url, items\' events only to those that ask', async () => {
+      const { call, accountId } = await account();
+      const [quiet, items, adHoc] = [uniquePath('batch-quiet'), uniquePath('batch-items'), uniquePath('batch-ad-hoc')];
+      const hook = await register(call, quiet);
+      const itemsHook = (await call('POST', `${V1}/webhooks`, { url: `${receiver.url}${items}`, item_events: true })).body;
+      assert.equal(itemsHook.item_events, true);
+      const created = await call('POST', '/api/v2/batches', { items: [item('a'), item('b')], webhook_url: `${receiver.url}${adHoc}`, item_events: true });
+      assert.equal(created.status, 202, JSON.stringify(created.body));
+      await stack.temporal.workflow.getHandle(`batch-${created.body.batch_id}`).result();
+      await eventually(async () => [events(quiet).length, events(items).length, events(adHoc).length], ([q, i, a]) => q >= 1 && i >= 3 && a >= 3);
+      assert.deepEqual(events(quiet), ['batch.completed'], 'no item events without item_events');
+      assert.deepEqual(events(items), ['batch.completed', 'generation.completed', 'generation.completed']);
+      assert.deepEqual(events(adHoc), ['batch.completed', 'generation.completed', 'generation.completed']);
+      const announced = received(quiet)[0];
+      assert.ok(verifies(hook.secret, announced.body, announced.headers['x-service-signature'] as string), 'signed as every registered delivery');
+      assert.deepEqual(JSON.parse(announced.body.toString()), {
+        batch_id: created.body.batch_id, status: 'completed', items: 2, price: 10, charged: 10, livemode: true,
+        counts: { pending: 0, running: 0, succeeded: 2, failed: 0, cancelled: 0, invalid: 0, skipped: 0 },
+      });
+      const log = (await call('GET', `${V1}/webhooks/${hook.id}/deliveries`)).body.deliveries;
+      assert.deepEqual(log.map((d: { event: string; action_id: number | null; batch_id: string }) => [d.event, d.action_id, d.batch_id]),
+        [['batch.completed', null, created.body.batch_id]]);
+      const feed = await stack.db.query(`SELECT count(*)::int AS n FROM account_events WHERE account_id = $1 AND kind = 'delivery'`, [accountId]);
+      assert.equal(feed[0].n, 4, 'the items\' deliveries are in the event feed; the batch\'s are not');
+    });
+
+    it('sends batch.failed when a batch stops for its budget', async () => {
+      const { call } = await account();
+      const path = uniquePath('batch-failed');
+      await register(call, path, ['batch.failed']);
+      const created = await call('POST', '/api/v2/batches', { items: [item('a'), item('b')], max_sparks: 5 });
+      assert.equal((await stack.temporal.workflow.getHandle(`batch-${created.body.batch_id}`).result()).status, 'budget_exhausted');
+      const { requests } = await deliveryAt(path);
+      assert.equal(requests[0].headers['x-service-event'], 'batch.failed');
+      assert.equal(JSON.parse(requests[0].body.toString()).status, 'budget_exhausted');
     });
   });
 });

@@ -10,6 +10,7 @@ import { AccountPage } from './pages/account';
 import { ActionPage } from './pages/action';
 import { BillingPage } from './pages/billing';
 import { GalleryPage } from './pages/gallery';
+import { BatchesPage } from './pages/batches';
 import { KeysPage } from './pages/keys';
 import { LinkPage } from './pages/link';
 import { MembersPage } from './pages/members';
@@ -54,6 +55,7 @@ export function App() {
         <Router>
           <Route path={`${BASE}/`} component={OverviewPage} />
           <Route path={`${BASE}/gallery`} component={GalleryPage} />
+          <Route path={`${BASE}/batches`} component={BatchesPage} />
           <Route path={`${BASE}/try`} component={TryPage} />
           <Route path={`${BASE}/actions/:id`} component={({ id }: { id: string }) => <ActionPage id={id} />} />
           <Route path={`${BASE}/keys`} component={() => <KeysPage owner={session.user.role === 'owner'} />} />
@@ -70,7 +72,7 @@ export function App() {
 
 function Shell({ session, onSignOut, children }: { session: Session; onSignOut: () => void; children: preact.ComponentChildren }) {
   const { path } = useLocation();
-  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/gallery`, 'Gallery'], [`${BASE}/try`, 'Try it'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks'], [`${BASE}/billing`, 'Billing']];
+  const pages: [string, string][] = [[`${BASE}/`, 'Overview'], [`${BASE}/gallery`, 'Gallery'], [`${BASE}/batches`, 'Batches'], [`${BASE}/try`, 'Try it'], [`${BASE}/keys`, 'API keys'], [`${BASE}/webhooks`, 'Webhooks'], [`${BASE}/billing`, 'Billing']];
   if (session.user.role === 'owner') pages.push([`${BASE}/members`, 'Members']);
   pages.push([`${BASE}/account`, 'Account']);
   return (

@@ -12,4 +12,5 @@ export const IDEMPOTENT_OPERATIONS: ReadonlySet<string> = new Set([
   'POST /api/v1/public/funnels/{funnel_id}/generate',
   'POST /api/v2/jobs/generate',
   'POST /api/v2/jobs/edit',
+  'POST /api/v2/batches',
 ]);

@@ -636,6 +636,125 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v2/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a batch of photos, cards, videos and edits (JSON, or NDJSON with the batch's fields as query parameters) */
+        post: operations["createBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/batches/{batch_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A batch: status, items per status, price, sparks held and charged, polling hint */
+        get: operations["getBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/batches/{batch_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live progress of a batch as Server-Sent Events: the batch (as `GET /batches/{batch_id}` answers it) whenever it changes; the stream ends with the batch */
+        get: operations["streamBatchEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/batches/{batch_id}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The batch's items in order, of one status or all, a page at a time (`after`: the last position seen) */
+        get: operations["listBatchItems"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/batches/{batch_id}/results.jsonl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The manifest: every item as one JSON line (as `/items` shows it), with fresh result URLs, streamed */
+        get: operations["getBatchResultsJsonl"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/batches/{batch_id}/results.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The manifest as CSV (a header row, then one row per item), with fresh result URLs, streamed */
+        get: operations["getBatchResultsCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/batches/{batch_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a batch: items not started are cancelled at once (nothing was held for them); running items are cancelled as single jobs are */
+        post: operations["cancelBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/events": {
         parameters: {
             query?: never;
@@ -3345,7 +3464,9 @@ export interface operations {
                         webhooks: {
                             id: number;
                             url: string;
-                            events: ("generation.completed" | "generation.failed" | "edit.completed" | "edit.failed" | "video.completed" | "video.failed")[];
+                            events: ("generation.completed" | "generation.failed" | "edit.completed" | "edit.failed" | "video.completed" | "video.failed" | "batch.completed" | "batch.failed")[];
+                            /** @description Whether it takes the events of batches' items */
+                            item_events?: boolean;
                             is_active: boolean;
                             /** Format: date-time */
                             created_at: string;
@@ -3417,6 +3538,11 @@ export interface operations {
                     url: string;
                     /** @description Default: all events */
                     events?: string[];
+                    /**
+                     * @description Also the events of batches' items (each item's generation, edit or video event); a batch's own end is `batch.completed` or `batch.failed`
+                     * @default false
+                     */
+                    item_events?: boolean;
                 };
             };
         };
@@ -3438,7 +3564,9 @@ export interface operations {
                         url: string;
                         /** @description `whsec_` and 24 random bytes in standard base64. Shown only here; keep it to verify signatures (X-Service-Signature and the Standard Webhooks webhook-signature) */
                         secret: string;
-                        events: ("generation.completed" | "generation.failed" | "edit.completed" | "edit.failed" | "video.completed" | "video.failed")[];
+                        events: ("generation.completed" | "generation.failed" | "edit.completed" | "edit.failed" | "video.completed" | "video.failed" | "batch.completed" | "batch.failed")[];
+                        /** @description Whether it takes the events of batches' items */
+                        item_events?: boolean;
                         is_active: boolean;
                         /** Format: date-time */
                         created_at: string;
@@ -3678,7 +3806,10 @@ export interface operations {
                              */
                             delivery_id: string;
                             event: string;
-                            action_id: number;
+                            /** @description The action whose outcome it announces; null for a batch's event */
+                            action_id: number | null;
+                            /** @description The batch whose end it announces (`batch.completed`, `batch.failed`) */
+                            batch_id?: string | null;
                             /** @enum {string} */
                             status: "pending" | "succeeded" | "failed" | "skipped";
                             attempts: number;
@@ -3802,7 +3933,10 @@ export interface operations {
                          */
                         delivery_id: string;
                         event: string;
-                        action_id: number;
+                        /** @description The action whose outcome it announces; null for a batch's event */
+                        action_id: number | null;
+                        /** @description The batch whose end it announces (`batch.completed`, `batch.failed`) */
+                        batch_id?: string | null;
                         /** @enum {string} */
                         status: "pending" | "succeeded" | "failed" | "skipped";
                         attempts: number;
@@ -6267,7 +6401,7 @@ export interface operations {
                         /** Format: uuid */
                         job_id: string;
                         /** @enum {string} */
-                        type: "generation.execute" | "edit.execute";
+                        type: "generation.execute" | "edit.execute" | "card.execute" | "video.execute";
                         /** @enum {string} */
                         status: "queued" | "claimed" | "running" | "retry_scheduled" | "succeeded" | "failed" | "dead_letter" | "cancelled";
                         /** @description One of queued, routing, provider_reserved, provider_running, finalizing, postprocessing, completed, failed; the list can grow */
@@ -6747,6 +6881,987 @@ export interface operations {
                         message: string;
                         error_code?: string | null;
                     };
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    createBatch: {
+        parameters: {
+            query?: {
+                /** @description Run the valid items and record the invalid ones as `invalid` (else one invalid item refuses the batch) */
+                partial?: boolean;
+                /** @description Where `batch.completed` or `batch.failed` is sent when the batch ends (unsigned, as a single request's) */
+                webhook_url?: components["schemas"]["HttpsUrl"];
+                /** @description Send each item's own event (generation, edit or video) to `webhook_url` too */
+                item_events?: boolean;
+                /** @description The most the batch may hold and charge together; none: the available balance */
+                max_sparks?: number;
+                /** @description Given to every item that names none */
+                client_group_id?: string;
+            };
+            header?: {
+                /** @description Optional. Latin letters, digits, `-`, `_`, `.`, `:`; up to 128 characters. A repeat within 5 minutes returns the first response. */
+                "Idempotency-Key"?: string;
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1-1000 items in a JSON body (up to 10000 lines as application/x-ndjson). Each is `external_id`, `type` and the body of that type's single request */
+                    items: unknown[];
+                    /** @description Where `batch.completed` or `batch.failed` is sent when the batch ends (unsigned, as a single request's) */
+                    webhook_url?: components["schemas"]["HttpsUrl"];
+                    /**
+                     * @description Send each item's own event (generation, edit or video) to `webhook_url` too
+                     * @default false
+                     */
+                    item_events?: boolean;
+                    /** @description The most the batch may hold and charge together; none: the available balance */
+                    max_sparks?: number;
+                    /** @description Given to every item that names none */
+                    client_group_id?: string;
+                };
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description The batch, queued; nothing is held until each item starts */
+            202: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        batch_id: string;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "completed_with_errors" | "budget_exhausted" | "cancelled";
+                        /** @description Items in the batch, invalid ones included */
+                        items: number;
+                        /** @description Items per status */
+                        counts: {
+                            pending?: number;
+                            running?: number;
+                            succeeded?: number;
+                            failed?: number;
+                            cancelled?: number;
+                            invalid?: number;
+                            skipped?: number;
+                        };
+                        /** @description The price of every valid item at creation */
+                        price: number;
+                        /** @description Sparks its items hold now */
+                        held: number;
+                        /** @description Sparks its items were charged so far */
+                        charged: number;
+                        max_sparks: number | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        started_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** @description Null once the batch has ended */
+                        check_again_in_sec: number | null;
+                        status_url?: string;
+                        items_url?: string;
+                        results_url?: string;
+                    };
+                };
+            };
+            /** @description `invalid_request`: broken JSON */
+            400: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `request_timeout`: the body sent nothing for `HTTP_IDLE_TIMEOUT_SECONDS` (30 s), or fell that far behind 16 KiB/s; the connection is closed after this answer */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_conflict` */
+            409: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `request_too_large`: over 67108864 bytes, or `request_too_large`: the body is over 67108864 bytes */
+            413: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+            /** @description `generation_unavailable`: the server holds as many request bodies as it can (`MAX_BODY_BYTES_IN_FLIGHT`); try again after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
+            path: {
+                /** @description UUID */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        batch_id: string;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "completed_with_errors" | "budget_exhausted" | "cancelled";
+                        /** @description Items in the batch, invalid ones included */
+                        items: number;
+                        /** @description Items per status */
+                        counts: {
+                            pending?: number;
+                            running?: number;
+                            succeeded?: number;
+                            failed?: number;
+                            cancelled?: number;
+                            invalid?: number;
+                            skipped?: number;
+                        };
+                        /** @description The price of every valid item at creation */
+                        price: number;
+                        /** @description Sparks its items hold now */
+                        held: number;
+                        /** @description Sparks its items were charged so far */
+                        charged: number;
+                        max_sparks: number | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        started_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** @description Null once the batch has ended */
+                        check_again_in_sec: number | null;
+                        status_url?: string;
+                        items_url?: string;
+                        results_url?: string;
+                    };
+                };
+            };
+            /** @description Invalid data or format */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource belongs to another account */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: unknown, malformed or another account's batch id */
+            404: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    streamBatchEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
+            path: {
+                /** @description UUID */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `event: batch` with the batch as `data`, again on each change; ends after the batch has ended */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid data or format */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource belongs to another account */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at); or `too_many_streams`: the key holds as many live streams as it may in this process */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    listBatchItems: {
+        parameters: {
+            query?: {
+                status?: "pending" | "running" | "succeeded" | "failed" | "cancelled" | "invalid" | "skipped";
+                after?: number;
+                limit?: number;
+            };
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
+            path: {
+                /** @description UUID */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of items; `next_after` is null on the last page */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description As sent; null only for an invalid item without a usable one */
+                            external_id: string | null;
+                            /** @description Its place in the batch, from 1 (the `after` of the next page) */
+                            position: number;
+                            /**
+                             * @description Null only for an invalid item of no known type
+                             * @enum {string|null}
+                             */
+                            type: "photo" | "card" | "video" | "edit" | null;
+                            /** @enum {string} */
+                            status: "pending" | "running" | "succeeded" | "failed" | "cancelled" | "invalid" | "skipped";
+                            /** @description Its job's phase, once it has a job */
+                            phase: string | null;
+                            /** @description Its v2 job (`GET /jobs/{job_id}`), once it started */
+                            job_id: string | null;
+                            error_code: string | null;
+                            error_message: string | null;
+                            result_url: string | null;
+                            /** Format: date-time */
+                            result_url_expires_at: string | null;
+                        }[];
+                        next_after: number | null;
+                    };
+                };
+            };
+            /** @description Invalid data or format */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource belongs to another account */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    getBatchResultsJsonl: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
+            path: {
+                /** @description UUID */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One item per line */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Invalid data or format */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource belongs to another account */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    getBatchResultsCsv: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
+            path: {
+                /** @description UUID */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Columns: position, external_id, type, status, phase, job_id, error_code, error_message, result_url, result_url_expires_at */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description Invalid data or format */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource belongs to another account */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (`rate_limit_exceeded`, details: limit, reset_at) */
+            429: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds until the window resets */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InternalError"];
+                };
+            };
+        };
+    };
+    cancelBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Sandbox keys (`ak_test_`) only: a failure drill for the work this request starts. `provider_error`: it fails, released; `provider_timeout`: retried, then fails; `retry_then_succeed`: fails its first attempt (a v2 job goes through `retry_scheduled`); `slow`: stays `processing` for a while; `webhook_fail_then_succeed`: the first two attempts of each webhook delivery are answered 500. With a live key: 400 `unsupported_parameter`; an unknown value: 422. */
+                "X-Sandbox-Scenario"?: "provider_error" | "provider_timeout" | "retry_then_succeed" | "slow" | "webhook_fail_then_succeed";
+            };
+            path: {
+                /** @description UUID */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch after the cancel; `cancelled` is false when it had already ended */
+            200: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        batch: {
+                            /** Format: uuid */
+                            batch_id: string;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "completed_with_errors" | "budget_exhausted" | "cancelled";
+                            /** @description Items in the batch, invalid ones included */
+                            items: number;
+                            /** @description Items per status */
+                            counts: {
+                                pending?: number;
+                                running?: number;
+                                succeeded?: number;
+                                failed?: number;
+                                cancelled?: number;
+                                invalid?: number;
+                                skipped?: number;
+                            };
+                            /** @description The price of every valid item at creation */
+                            price: number;
+                            /** @description Sparks its items hold now */
+                            held: number;
+                            /** @description Sparks its items were charged so far */
+                            charged: number;
+                            max_sparks: number | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            started_at: string | null;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                            /** @description Null once the batch has ended */
+                            check_again_in_sec: number | null;
+                            status_url?: string;
+                            items_url?: string;
+                            results_url?: string;
+                        };
+                        cancelled: boolean;
+                    };
+                };
+            };
+            /** @description Invalid data or format */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing authorization (`missing_authorization`) or invalid key (`invalid_api_key`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The resource belongs to another account */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    /** @description Requests allowed per minute for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description When the window resets (epoch seconds) */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation failed */

@@ -1,4 +1,5 @@
-/** Gallery: the account's photos, cards, edits and videos as thumbnails, newest first, a page at a time. */
+/** Gallery: the account's photos, cards, edits and videos as thumbnails, newest first, a page at a time; or one batch's (`?batch_id=`). */
+import { useLocation } from 'preact-iso';
 import { when } from '../api';
 import { BASE } from '../paths';
 import { ErrorNote, usePagedList } from './parts';
@@ -11,10 +12,13 @@ interface Item {
 const KIND = { generate: 'Photo or card', edit: 'Edit', video: 'Video' };
 
 export function GalleryPage() {
-  const { items, error, busy, more } = usePagedList<Item>('/gallery?limit=24', 'items');
+  const { query } = useLocation();
+  const batch = query.batch_id;
+  const { items, error, busy, more } = usePagedList<Item>(`/gallery?limit=24${batch ? `&batch_id=${encodeURIComponent(batch)}` : ''}`, 'items');
   return (
     <section>
       <h1>Gallery</h1>
+      {batch && <p>Items of batch <code>{batch}</code> · <a href={`${BASE}/gallery`}>Show everything</a></p>}
       <ErrorNote message={error} />
       {items === undefined ? <p aria-busy="true">Loading…</p> : items.length === 0 ? <p class="muted">Nothing made yet.</p> : (
         <>
