@@ -20,14 +20,16 @@ import { announceBatch } from './outcome-deliveries';
 const bookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 const accepting = proxyActivities<Activities>({ ...TIMEOUTS.batchAccept, retry: TIMEOUTS.bookkeepingRetry });
 
-export async function batchWorkflow({ batchId, cursor }: BatchInput): Promise<BatchOutcome> {
+export async function batchWorkflow({ batchId, cursor, itemsPerRun }: BatchInput): Promise<BatchOutcome> {
   let { after, spent } = cursor ?? { after: 0, spent: 0 };
   if (!cursor && !(await bookkeeping.startBatch(batchId)).run) return end(batchId, 'cancelled');
 
   let inFlight = 0;
   let window = 1;
+  let started = 0;
   const run = (item: AcceptedItem): void => {
     inFlight++;
+    started++;
     void itemEnded(item).then((released) => {
       if (released) spent -= item.price;
       inFlight--;
@@ -36,7 +38,7 @@ export async function batchWorkflow({ batchId, cursor }: BatchInput): Promise<Ba
 
   for (;;) {
     await condition(() => inFlight < window);
-    const taken = await accepting.acceptNextItems(batchId, { after, inFlight, spent });
+    const taken = await accepting.acceptNextItems(batchId, { after, inFlight, spent, ...(itemsPerRun !== undefined ? { most: itemsPerRun - started } : {}) });
     window = taken.window;
     after = taken.lastPosition;
     for (const item of taken.accepted) {
@@ -47,9 +49,9 @@ export async function batchWorkflow({ batchId, cursor }: BatchInput): Promise<Ba
       await condition(() => inFlight === 0);
       return end(batchId, taken.stop);
     }
-    if (workflowInfo().continueAsNewSuggested) {
+    if (workflowInfo().continueAsNewSuggested || (itemsPerRun !== undefined && started >= itemsPerRun)) {
       await condition(() => inFlight === 0);
-      await continueAsNew<typeof batchWorkflow>({ batchId, cursor: { after, spent } });
+      await continueAsNew<typeof batchWorkflow>({ batchId, cursor: { after, spent }, itemsPerRun });
     }
   }
 }

@@ -36,6 +36,9 @@ export async function startBatch({ db }: Pick<BatchRunServices, 'db'>, batchId: 
 }
 
 
+/** Where a batch's workflow is: after which item, with how many in flight, having spent what; `most`: accept no more than this. */
+export interface AcceptCursor { after: number; inFlight: number; spent: number; most?: number }
+
 export interface ItemsTaken {
   accepted: AcceptedItem[];
   /** Every item up to this position is accepted or closed. */
@@ -69,7 +72,7 @@ class ItemNotClaimed extends Error {}
  * `failed` with the error, and nothing is held for it.
  */
 export async function acceptNextItems(
-  services: BatchRunServices, batchId: string, cursor: { after: number; inFlight: number; spent: number }, progress?: () => void,
+  services: BatchRunServices, batchId: string, cursor: AcceptCursor, progress?: () => void,
 ): Promise<ItemsTaken> {
   const { db } = services;
   const batch = await readBatch(db.manager, batchId);
@@ -78,7 +81,7 @@ export async function acceptNextItems(
   if (!batch || batch.status !== 'running') return { ...taken, stop: 'cancelled' };
   const caller = await callerOfKey(db.manager, batch.key_id, (batch.sandbox_scenario ?? undefined) as SandboxScenario | undefined);
   if (!caller) throw new Error(`the key ${batch.key_id} of batch ${batchId} does not exist`);
-  const room = window - cursor.inFlight;
+  const room = Math.min(window - cursor.inFlight, cursor.most ?? Infinity);
   if (room <= 0) return taken;
   const items = await pendingItems(db.manager, batchId, cursor.after, Math.min(room, ACCEPT_PAGE));
   let spent = cursor.spent;

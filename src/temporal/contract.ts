@@ -186,6 +186,8 @@ export interface BatchInput {
   batchId: string;
   /** Set in runs after the first (continue-as-new). */
   cursor?: BatchCursor;
+  /** Items a run starts before it continues as new, besides Temporal's suggestion (tests set a small number). */
+  itemsPerRun?: number;
 }
 
 export type BatchOutcome = { status: BatchStatus };

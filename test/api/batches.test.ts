@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { acceptNextItems } from '../../src/batches/run';
+import { createBatch } from '../../src/batches/store';
 import { grantSparks } from '../../src/billing/sparks';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { batchWorkflowId } from '../../src/temporal/contract';
@@ -152,6 +154,27 @@ describe('v2 catalogue batches', function () {
       assert.equal((await finished(accepted.body.batch_id)).status, 'budget_exhausted');
       const done = (await call('GET', accepted.body.status_url)).body;
       assert.deepEqual([done.counts.succeeded, done.counts.skipped, done.charged], [2, 1, 10], 'two 5-spark photos fit in 10; the third is skipped, nothing held for it');
+    });
+
+    it('continues as new between items, carrying its place and its spending: each item once, the budget across runs', async () => {
+      const { accountId, keyId } = await newAccount(stack.db, 100);
+      const batchId = randomUUID();
+      const request = { images: [{ data: image }], product_name: 'Vase', category_id: 'home', resolution: '1K', photo_style: 'classic', aspect_ratio: '3:4' };
+      await createBatch(stack.db, {
+        id: batchId, accountId, keyId, maxSparks: 20, webhookUrl: null, itemEvents: false, clientGroupId: null, acceptLanguage: null, sandboxScenario: null,
+        items: [1, 2, 3, 4, 5].map((position) => ({ position, external_id: `c${position}`, type: 'photo' as const, request, price: 5, status: 'pending' as const })),
+      }, undefined, { status: 202, body: {} });
+      const handle = await stack.temporal.workflow.start('batchWorkflow', {
+        taskQueue: stack.taskQueue, workflowId: batchWorkflowId(batchId), args: [{ batchId, itemsPerRun: 2 }],
+      });
+      assert.equal((await handle.result()).status, 'budget_exhausted');
+      assert.notEqual((await stack.temporal.workflow.getHandle(batchWorkflowId(batchId)).describe()).runId, handle.firstExecutionRunId, 'it continued as new');
+      const items = await stack.db.query('SELECT position, status, job_id FROM batch_items WHERE batch_id = $1 ORDER BY position', [batchId]);
+      assert.deepEqual(items.map((i: { status: string; job_id: string | null }) => `${i.status}:${i.job_id !== null}`),
+        ['running:true', 'running:true', 'running:true', 'running:true', 'skipped:false']);
+      const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]);
+      assert.equal(n, 4, 'four 5-spark items in a ceiling of 20, across three runs; one action each');
+      await assertMoneyConsistent(stack.db, accountId);
     });
 
     it('stops at the balance without a ceiling, answers a repeated Idempotency-Key with the same batch, and never accepts an item twice', async () => {

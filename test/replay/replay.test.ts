@@ -25,7 +25,7 @@ describe('replay of recorded histories', function () {
 
   it('has at least one history of every workflow type', () => {
     const types = new Set(histories.map((h) => h.history.events![0].workflowExecutionStartedEventAttributes!.workflowType!.name));
-    assert.deepEqual([...types].sort(), ['actionWorkflow', 'announcementWorkflow', 'funnelWorkflow', 'housekeepingWorkflow', 'jobWorkflow', 'webhookDeliveryWorkflow']);
+    assert.deepEqual([...types].sort(), ['actionWorkflow', 'announcementWorkflow', 'batchWorkflow', 'funnelWorkflow', 'housekeepingWorkflow', 'jobWorkflow', 'webhookDeliveryWorkflow']);
   });
 
   it('replays every history without a determinism violation', async () => {

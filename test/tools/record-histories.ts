@@ -9,10 +9,11 @@ import type { WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { setLogLevel } from '../../src/log';
+import { createBatch } from '../../src/batches/store';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { ProviderError } from '../../src/providers/provider';
 import {
-  actionWorkflowId, announcementWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId,
+  actionWorkflowId, announcementWorkflowId, batchPriority, batchWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId,
 } from '../../src/temporal/contract';
 import { startHttpsServer } from '../support/https-server';
 import { startActionWorkflow, startJobWorkflow } from '../../src/temporal/starts';
@@ -87,6 +88,29 @@ async function recordHousekeeping(stack: Stack): Promise<void> {
   });
   await handle.result();
   await save(handle, 'housekeeping-workflow.purged');
+}
+
+/**
+ * A catalogue batch (v10): three photos under a ceiling of two, with an ad-hoc webhook_url, continuing as new after
+ * each item (the first run's history holds an accept, a child job and the continue-as-new; the last run's the budget
+ * stop, the end and its batch.failed delivery).
+ */
+async function recordBatch(stack: Stack, input: string): Promise<void> {
+  const { accountId, keyId } = await newAccount(stack.db, 100);
+  const receiver = await startHttpsServer((_req, res) => void res.writeHead(200).end());
+  const batchId = randomUUID();
+  const request = { images: [{ stored: { key: input, format: 'jpeg', width: 400, height: 500 } }], product_name: 'Vase', category_id: 'home', resolution: '1K', photo_style: 'classic', aspect_ratio: '3:4' };
+  await createBatch(stack.db, {
+    id: batchId, accountId, keyId, maxSparks: 10, webhookUrl: `${receiver.url}/batch`, itemEvents: false, clientGroupId: null, acceptLanguage: null, sandboxScenario: null,
+    items: [1, 2, 3].map((position) => ({ position, external_id: `sku-${position}`, type: 'photo' as const, request, price: 5, status: 'pending' as const })),
+  }, undefined, { status: 202, body: {} });
+  const first = await stack.temporal.workflow.start('batchWorkflow', {
+    taskQueue: stack.taskQueue, workflowId: batchWorkflowId(batchId), args: [{ batchId, itemsPerRun: 1 }], priority: batchPriority(accountId),
+  });
+  await stack.temporal.workflow.getHandle(batchWorkflowId(batchId)).result();
+  await save(stack.temporal.workflow.getHandle(batchWorkflowId(batchId), first.firstExecutionRunId), 'batch-workflow.continued-as-new');
+  await save(stack.temporal.workflow.getHandle(batchWorkflowId(batchId)), 'batch-workflow.budget-exhausted');
+  await receiver.close();
 }
 
 /**
@@ -191,7 +215,7 @@ async function main(): Promise<void> {
     // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (the action
     // workflow's scenarios only: v6 after `visible-steps`, v7 after `outcome-plans`), `inline` (v8, after
     // `inline-render`: as `fused`, plus a job rendered in-process by the local renderer and a photo the renderer had
-    // no room for; `busy` records that photo alone).
+    // no room for; `busy` records that photo alone), `batch` (v10: the batch workflow).
     const only = process.env.HISTORY_ONLY;
     if (only && only !== 'fused' && only !== 'actions' && only !== 'inline') {
       const input = `inputs/record-${Date.now()}.jpg`;
@@ -201,6 +225,7 @@ async function main(): Promise<void> {
       if (only === 'funnel') await recordFunnel();
       if (only === 'housekeeping') await recordHousekeeping(stack);
       if (only === 'busy') await recordRendererBusy(input);
+      if (only === 'batch') await recordBatch(stack, input);
       await stack.stop();
       return;
     }
