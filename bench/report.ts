@@ -136,6 +136,13 @@ const LABELS: Record<string, [string, string]> = {
   'svc.jobs': ['jobs finished, one worker process, zero-cost render', 'jobs/s'],
   'svc.one_job': ['one job alone, POST to `completed` in status', 'ms'],
   'svc.webhooks': ['webhook deliveries (redelivery burst) to a local receiver', 'deliveries/s'],
+  'svc.batch': ['catalogue batch drained, one worker process, zero-cost render (POST to its end)', 'items/s'],
+  'svc.batch_photo_idle': ['one interactive photo, POST to `completed`, beside an idle batch worker', 'ms'],
+  'svc.batch_photo': ['one interactive photo, POST to `completed`, while the batch drains', 'ms'],
+  'svc.batch_status_idle': ['GET /api/v1/public/status/{id} beside an idle batch worker', 'req/s'],
+  'svc.batch_status': ['GET /api/v1/public/status/{id} while the batch drains', 'req/s'],
+  'svc.batch_rss': ['batch worker RSS over its idle RSS, the most while the batch drains', 'MiB'],
+  'svc.batch_history': ['the batch workflow\'s longest history among its runs', 'events'],
   'provider.photo': ['local renderer: photo 2K', 'ms'],
   'provider.card': ['local renderer: infographic card 2K', 'ms'],
   'provider.edit': ['local renderer: edit', 'ms'],
@@ -159,10 +166,12 @@ const FLOOR_OF: Record<string, string> = {
   'svc.status': 'floor.select', 'svc.job': 'floor.select', 'svc.balance': 'floor.select',
   'svc.post_api': 'floor.accept', 'svc.post_all': 'floor.starts', 'svc.post_all_real': 'floor.starts',
   'svc.jobs': 'floor.batch', 'svc.webhooks': 'floor.batch', 'svc.one_job': 'floor.e2e',
+  'svc.batch': 'floor.batch', 'svc.batch_photo': 'svc.batch_photo_idle', 'svc.batch_status': 'svc.batch_status_idle',
 };
 
 const SERVICE_ORDER = ['floor.const', 'floor.select', 'floor.starts', 'floor.accept', 'floor.e2e', 'floor.batch',
-  'svc.status', 'svc.job', 'svc.balance', 'svc.post_api', 'svc.post_all', 'svc.post_all_paced', 'svc.post_all_real', 'svc.jobs', 'svc.one_job', 'svc.webhooks'];
+  'svc.status', 'svc.job', 'svc.balance', 'svc.post_api', 'svc.post_all', 'svc.post_all_paced', 'svc.post_all_real', 'svc.jobs', 'svc.one_job', 'svc.webhooks',
+  'svc.batch', 'svc.batch_photo_idle', 'svc.batch_photo', 'svc.batch_status_idle', 'svc.batch_status', 'svc.batch_rss', 'svc.batch_history'];
 
 export function row(figures: Figures, key: string): Row {
   const m: Measured | undefined = figures[key];
@@ -178,7 +187,7 @@ export function row(figures: Figures, key: string): Row {
   };
 }
 
-const CPU_KEYS = ['floor.select', 'svc.status', 'svc.job', 'svc.balance', 'floor.starts', 'floor.accept', 'svc.post_api', 'svc.post_all', 'svc.post_all_real', 'floor.batch', 'svc.jobs', 'svc.webhooks'];
+const CPU_KEYS = ['floor.select', 'svc.status', 'svc.job', 'svc.balance', 'floor.starts', 'floor.accept', 'svc.post_api', 'svc.post_all', 'svc.post_all_real', 'floor.batch', 'svc.jobs', 'svc.webhooks', 'svc.batch'];
 
 const median = (figures: Figures, key: string): number | null => (figures[key] ? stat(figures[key].values)?.median ?? null : null);
 
@@ -275,6 +284,20 @@ export function judge(r: BackendReport): Target[] {
   ratioAtLeast('svc.webhooks', 0.8);
   const one = byKey(r, 'svc.one_job');
   targets.push({ figure: one.label, target: '<= 1.5x the one-activity floor end to end', pass: one.ratio === null ? null : one.ratio <= 1.5, observed: `${f2(one.ratio)}x` });
+
+  // Catalogue batches (issue 27).
+  ratioAtLeast('svc.batch', 0.8);
+  const photo = byKey(r, 'svc.batch_photo');
+  targets.push({ figure: photo.label, target: '<= 2x its idle end-to-end time', pass: photo.ratio === null ? null : photo.ratio <= 2, observed: `${f2(photo.ratio)}x` });
+  const polls = byKey(r, 'svc.batch_status');
+  targets.push({ figure: polls.label, target: '>= 0.8 of its idle throughput', pass: polls.ratio === null ? null : polls.ratio >= 0.8, observed: `ratio ${f2(polls.ratio)}` });
+  const rss = byKey(r, 'svc.batch_rss');
+  targets.push({ figure: rss.label, target: '<= +200 MiB', pass: rss.service ? rss.service.median <= 200 : null, observed: rss.service ? `+${f2(rss.service.median)} MiB` : 'not measured' });
+  const history = byKey(r, 'svc.batch_history');
+  targets.push({
+    figure: history.label, target: '< 10,000 events per run', pass: history.service ? history.service.median < 10_000 : null,
+    observed: history.service ? `${Math.round(history.service.median)} events` : 'not measured',
+  });
 
   const burst = r.startMemory;
   targets.push({

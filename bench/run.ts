@@ -28,6 +28,7 @@ import { measureLargeDatabase } from './large-database';
 import { measureProviderCost } from './provider-cost';
 import { measureAcceptItems } from './accept-items';
 import { Backend, backendReport, BackendReport, backendTable, renderMarkdown, Report, row } from './report';
+import { measureBatch } from './batch';
 import { measureAccept, measureService, photoBody, ServiceContext, serviceEnv } from './service';
 import { BenchMode, BenchSettings, settingsFor } from './settings';
 import { measureDashboardPages } from './dashboard-pages';
@@ -168,6 +169,7 @@ async function benchBackend(backend: Backend, settings: BenchSettings, dataDir: 
       if (!inTurn.oneActivity) {
         await phase(`${backend}: workflow floors (one activity, alone)`, notes, () => measureWorkflowFloors(floorCtx, figures, { starts: false, oneActivity: true }));
       }
+      await phase(`${backend}: a catalogue batch of ${settings.batchItems} photos, an interactive photo and polls meanwhile`, notes, () => measureBatch(ctx, figures));
       await phase(`${backend}: HTTP floors`, notes, async () => {
         if (!floorCtx.apiKey) { // the service phase did not run (--only): a key and an action of its own
           const account = await newAccount(db, 100_000_000, 'bench floors');

@@ -58,8 +58,14 @@ const typeOf = (item: unknown): ItemType | null => {
 /** One refused item, as the 422 lists it. */
 interface InvalidItem { index: number; line?: number; external_id: string | null; errors: { loc?: (string | number)[]; code?: string; message: string }[] }
 
-/** Polls of a live batch: soon while it waits to start, every few seconds while it runs. */
-const checkAgainInSec = (status: string): number | null => (ENDED_BATCH_STATUSES.includes(status as never) ? null : status === 'queued' ? 2 : 5);
+/**
+ * Polls of a live batch: soon while it waits to start, every few seconds while it runs, and while a cancelled
+ * batch's running items finish or cancel; null once nothing of it will move again.
+ */
+function checkAgainInSec(status: string, running = 0): number | null {
+  if (ENDED_BATCH_STATUSES.includes(status as never)) return running > 0 ? 2 : null;
+  return status === 'queued' ? 2 : 5;
+}
 
 export function batchRoutes(services: ApiServices): Route[] {
   const { db, signer, temporal, config, liveEvents } = services;
@@ -76,7 +82,7 @@ export function batchRoutes(services: ApiServices): Route[] {
     return {
       batch_id: batch.id, status: batch.status, items: batch.items, counts: totals.counts, price: batch.price, held: totals.held, charged: totals.charged,
       max_sparks: batch.max_sparks, created_at: iso(batch.created_at), started_at: iso(batch.started_at), completed_at: iso(batch.completed_at),
-      check_again_in_sec: checkAgainInSec(batch.status), ...links(batch.id),
+      check_again_in_sec: checkAgainInSec(batch.status, totals.counts.running), ...links(batch.id),
     };
   }
 

@@ -6,7 +6,8 @@
  * killed mid-delivery, a webhook receiver down and then up, 200 generates at once on an account that can afford 10,
  * a worker killed mid-finalisation, 50 requests with one Idempotency-Key across two API processes, an operator's
  * terminate and reset at each step of an action, a job and a delivery (settled by the reconciler), cancels
- * racing completions. After each, one checker proves the invariants (test/faults/invariants.ts). The table at the
+ * racing completions; a catalogue batch through a worker SIGKILL and a Temporal restart, a batch cancelled while its
+ * last items run, and bad batch bodies. After each, one checker proves the invariants (test/faults/invariants.ts). The table at the
  * end says per backend and scenario how many jobs ran, how many were lost or charged twice, and how long the
  * service took to recover.
  */
@@ -40,6 +41,8 @@ after(() => {
 
 const PRICE = 5;
 const V2 = '/api/v2';
+/** Items of one batch in flight in the faults' stacks. */
+const BATCH_WINDOW = 4;
 
 for (const kind of ['dev', 'server'] as const) {
   describe(`faults on ${kind === 'dev' ? 'the dev server' : 'the Temporal server on Postgres'}`, function () {
@@ -55,6 +58,7 @@ for (const kind of ['dev', 'server'] as const) {
       runway = await startRunwayServer();
       stack = await startFaultStack(kind, `faults-${kind}`, {
         VIDEO_PROVIDER: 'runway', RUNWAY_API_KEY: runway.apiKey, RUNWAY_BASE_URL: runway.url, RUNWAY_POLL_INTERVAL_SECONDS: '1',
+        BATCH_ITEMS_IN_FLIGHT: String(BATCH_WINDOW), // so that a batch has items waiting, running and done when a fault lands
       });
       image = await jpegBase64(400, 500);
     });
@@ -387,6 +391,94 @@ for (const kind of ['dev', 'server'] as const) {
         assert.equal(res.status, 200, JSON.stringify(res.body));
       }));
       await record('cancel racing completion', ids.length, await settle(ids, ['completed', 'cancelled']), null);
+    });
+
+    /** A batch of `count` photos; answers its id. */
+    async function batchOf(call: ReturnType<typeof apiClient>, count: number): Promise<string> {
+      const created = await call('POST', `${V2}/batches`, {
+        items: Array.from({ length: count }, (_, i) => ({ external_id: `sku-${i}`, type: 'photo', images: [{ data: image }] })),
+      });
+      assert.equal(created.status, 202, JSON.stringify(created.body));
+      return created.body.batch_id as string;
+    }
+
+    /** The batch once it has ended (read from Postgres: the Temporal backend may be restarting meanwhile). */
+    async function batchEnded(call: ReturnType<typeof apiClient>, batchId: string) {
+      return (await eventually(() => call('GET', `${V2}/batches/${batchId}`), (res) => res.status === 200 && res.body.check_again_in_sec === null, 240_000, 500)).body;
+    }
+
+    /** The manifest's items, each checked: one job, and a fresh result URL for a success. */
+    async function manifest(call: ReturnType<typeof apiClient>, batchId: string): Promise<{ status: string; job_id: string | null; result_url: string | null }[]> {
+      const res = await call('GET', `${V2}/batches/${batchId}/results.jsonl`);
+      assert.equal(res.status, 200);
+      const lines = String(res.body).trim().split('\n').map((line) => JSON.parse(line));
+      for (const item of lines) if (item.status === 'succeeded') assert.ok(item.job_id && item.result_url, JSON.stringify(item));
+      return lines;
+    }
+
+    it('a batch through a worker killed (SIGKILL) and the Temporal backend restarted: every item ends once, charged once, the manifest whole', async () => {
+      const { call, accountId } = await account(1_000);
+      const batchId = await batchOf(call, 16);
+      const done = async () => (await call('GET', `${V2}/batches/${batchId}`)).body.counts as Record<string, number>;
+      await eventually(done, (counts) => counts.succeeded > 0 && counts.running > 0 && counts.pending > 0, 60_000, 100);
+      const t0 = Date.now();
+      await stack.replaceWorker(async () => {
+        await stack.backend.stop();
+        await stack.backend.start();
+      });
+      const ended = await batchEnded(call, batchId);
+      assert.equal(ended.status, 'completed', JSON.stringify(ended));
+      const items = await manifest(call, batchId);
+      assert.equal(items.length, 16);
+      const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]);
+      assert.equal(n, 16, 'one action per item');
+      assert.equal(ended.charged, 16 * PRICE);
+      await record('batch: worker SIGKILL and Temporal restart', 16, items.filter((i) => i.status !== 'succeeded').length, t0);
+    });
+
+    it('a batch cancelled while its last items run: each item charged or released, never both', async () => {
+      const { call } = await account(1_000);
+      const batchId = await batchOf(call, 10);
+      await eventually(async () => (await call('GET', `${V2}/batches/${batchId}`)).body.counts, (counts) => counts.succeeded >= 6 && counts.running > 0, 120_000, 50);
+      const cancel = await call('POST', `${V2}/batches/${batchId}/cancel`);
+      assert.equal(cancel.status, 200, JSON.stringify(cancel.body));
+      const ended = await batchEnded(call, batchId);
+      assert.equal(ended.status, 'cancelled');
+      const items = await manifest(call, batchId);
+      assert.ok(items.every((i) => ['succeeded', 'cancelled'].includes(i.status)), JSON.stringify(items.map((i) => i.status)));
+      assert.equal(ended.charged, PRICE * items.filter((i) => i.status === 'succeeded').length);
+      await record('batch cancelled racing its last items', items.length, 0, null);
+    });
+
+    it('bad batches (broken NDJSON, a line over its limit, 10,001 lines, repeated external_ids, another account\'s upload): 4xx with where, nothing held, the API answering', async () => {
+      const { call, accountId } = await account(100);
+      const other = await account(100);
+      const upload = await other.call('POST', `${V1}/upload`, { image: { data: image } });
+      assert.equal(upload.status, 201);
+      const line = (id: string, extra: object = {}) => JSON.stringify({ external_id: id, type: 'photo', images: [{ data: image }], ...extra });
+      const ndjson = (text: string) => call('POST', `${V2}/batches`, text, { 'Content-Type': 'application/x-ndjson' });
+      const answers = [
+        [await ndjson([line('a'), '{"external_id": "b"', line('c')].join('\n')), 422, 'body.2'],
+        [await ndjson([line('a'), JSON.stringify({ external_id: 'e', type: 'edit', action_id: 1, instruction: 'x'.repeat(200_000) })].join('\n')), 422, 'line 2'],
+        [await ndjson(Array.from({ length: 10_001 }, (_, i) => line(`s${i}`, { images: [{ url: 'https://example.com/a.jpg' }] })).join('\n')), 422, 'lines'],
+        [await ndjson([line('a'), line('a')].join('\n')), 422, 'line 2'],
+        [await ndjson(line('theirs', { images: [{ data: upload.body.upload_id }] })), 422, 'upload_not_found'],
+      ] as const;
+      for (const [res, status, where] of answers) {
+        assert.equal(res.status, status, JSON.stringify(res.body).slice(0, 500));
+        const text = JSON.stringify(res.body);
+        assert.ok(where === 'body.2' ? res.body.detail.some((i: { loc: unknown[] }) => i.loc[1] === 2)
+          : where === 'line 2' ? res.body.detail.details.items.some((i: { line: number }) => i.line === 2)
+            : text.includes(where), `${where}: ${text.slice(0, 500)}`);
+      }
+      const t0 = Date.now();
+      assert.equal((await call('GET', `${V1}/balance`)).status, 200, 'still answering');
+      assert.ok(Date.now() - t0 < 2_000);
+      const [{ n }] = await stack.db.query('SELECT count(*)::int AS n FROM batches WHERE account_id = $1', [accountId]);
+      assert.equal(n, 0, 'no batch written');
+      const [money] = await stack.db.query('SELECT balance, held FROM accounts WHERE id = $1', [accountId]);
+      assert.deepEqual([money.balance, money.held], [100, 0], 'nothing held');
+      await record('bad batch bodies', 0, 0, null);
     });
 
     it('no API key or webhook secret of the scenarios, nor a wrong key sent to the API, appears in any process\'s log', async () => {

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { actionWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
+import { actionWorkflowId, jobWorkflowId, SEARCH_ATTRIBUTES } from '../../src/temporal/contract';
 import { workflowState } from '../../src/temporal/workflow-state';
 import { moneyOf } from '../support/fixtures';
 
@@ -63,10 +63,10 @@ export async function checkInvariants(db: DataSource, temporal: Client, assetsDi
     if (a.balance !== a.ledger) violations.push(`account ${a.id}: balance ${a.balance} is not grants - charges ${a.ledger}`);
     if (a.held !== a.open_holds) violations.push(`account ${a.id}: held ${a.held} is not the sum of open holds ${a.open_holds}`);
   }
-  const actions: { id: number; status: string; asset_path: string | null; hold: string | null; charges: number }[] = await db.query(
-    `SELECT x.id, x.status, x.asset_path, h.status AS hold,
+  const actions: { id: number; status: string; asset_path: string | null; hold: string | null; charges: number; job_id: string | null }[] = await db.query(
+    `SELECT x.id, x.status, x.asset_path, h.status AS hold, j.id AS job_id,
             (SELECT count(*)::int FROM spark_ledger l WHERE l.action_id = x.id AND l.kind = 'charge') AS charges
-       FROM actions x LEFT JOIN spark_holds h ON h.action_id = x.id
+       FROM actions x LEFT JOIN spark_holds h ON h.action_id = x.id LEFT JOIN jobs j ON j.action_id = x.id
       WHERE x.account_id = ANY($1) ORDER BY x.id`, [accountIds]);
   let doubleCharged = 0;
   for (const x of actions) {
@@ -76,7 +76,7 @@ export async function checkInvariants(db: DataSource, temporal: Client, assetsDi
     if (['failed', 'cancelled'].includes(x.status) && (x.charges !== 0 || x.hold === 'held')) violations.push(`action ${x.id}: ${x.status} with ${x.charges} charges, hold ${x.hold}`);
     if (open && x.hold !== 'held') violations.push(`action ${x.id}: open with hold ${x.hold}`);
     if (x.status === 'completed' && (!x.asset_path || !existsSync(path.join(assetsDir, x.asset_path)))) violations.push(`action ${x.id}: its result ${x.asset_path} is not stored`);
-    const state = await workflowState(temporal, actionWorkflowId(x.id));
+    const state = await workflowState(temporal, x.job_id ? jobWorkflowId(x.job_id) : actionWorkflowId(x.id));
     if (open && state.kind !== 'running') violations.push(`action ${x.id}: open, its workflow is ${state.kind}`);
     if (!open && state.kind === 'running') violations.push(`action ${x.id}: ${x.status}, its workflow still runs`);
   }

@@ -1,0 +1,94 @@
+/**
+ * A catalogue batch through one API and one worker process (zero-cost renderer), on a queue of its own: N photo
+ * items sent as NDJSON (their image one upload, pinned), timed from the POST until the batch has ended
+ * (`svc.batch`, items per second, with its CPU: the API and worker processes count as the service's). Meanwhile:
+ * the worker's RSS every half second (`svc.batch_rss`: the most over its idle RSS), and, once a tenth of the items
+ * are done, interactive photos one at a time (`svc.batch_photo`, POST to `completed`, against `svc.batch_photo_idle`
+ * measured before the batch) and `GET /status` polls (`svc.batch_status`, against `svc.batch_status_idle`). After:
+ * the longest history among the batch workflow's runs (`svc.batch_history`, events).
+ */
+import { Client, Connection } from '@temporalio/client';
+import { batchWorkflowId } from '../src/temporal/contract';
+import { eventually, V1 } from '../test/support/fixtures';
+import { measureCpu, subjectsOf } from './cpu';
+import { httpLoad, warmUp } from './load';
+import { Figures, recordCpu, recordLoad, recordValue } from './measured';
+import { rssMiB } from './processes';
+import { benchAccount, expectOk, type ServiceContext, startService } from './service';
+import { sleep } from './stats';
+
+export async function measureBatch(ctx: ServiceContext, figures: Figures): Promise<void> {
+  const s = ctx.settings;
+  const queue = 'bench-batch';
+  const [api, worker] = await Promise.all([startService(ctx, 'api', 'api-batch', queue), startService(ctx, 'worker', 'worker-batch', queue)]);
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address: ctx.temporalAddress });
+    const temporal = new Client({ connection, namespace: 'default' });
+    const account = await benchAccount(ctx.db, 'bench batch');
+    const headers = { Authorization: `Bearer ${account.apiKey}` };
+    const photo = JSON.parse(ctx.photoBody) as { images: { data: string }[] };
+    const upload = await expectOk(api.url, account.apiKey, 'POST', `${V1}/upload`, JSON.stringify({ image: photo.images[0] }));
+    const line = (i: number) => JSON.stringify({ external_id: `sku-${i}`, type: 'photo', images: [{ data: upload.upload_id }], product_name: 'Bench cup', category_id: 'home', resolution: '1K' });
+    const body = Array.from({ length: s.batchItems }, (_, i) => line(i)).join('\n');
+
+    // Idle: interactive photos one at a time, and the status poll, on the same two processes.
+    const seeded = await expectOk(api.url, account.apiKey, 'POST', `${V1}/generate/photo`, ctx.photoBody);
+    await eventually(() => expectOk(api.url, account.apiKey, 'GET', `${V1}/status/${seeded.action_id}`), (x) => x.status === 'completed', 60_000);
+    const statusUrl = `${api.url}${V1}/status/${seeded.action_id}`;
+    await warmUp({ url: statusUrl, connections: s.connections, durationSec: 1, headers });
+    for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.batch_photo_idle', await interactivePhoto(api.url, account.apiKey, ctx.photoBody));
+    recordLoad(figures, 'svc.batch_status_idle', await httpLoad({ url: statusUrl, connections: s.connections, durationSec: s.durationSec, headers }));
+    await sleep(1000);
+    const idleRss = rssMiB(worker.pid);
+
+    let peakRss = idleRss;
+    const sampler = setInterval(() => { peakRss = Math.max(peakRss, rssMiB(worker.pid)); }, 500);
+    const t0 = performance.now();
+    const { result: batch, cpu } = await measureCpu(subjectsOf([api.pid, worker.pid], ctx.databaseUrl), async () => {
+      const created = await fetch(`${api.url}/api/v2/batches`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/x-ndjson' }, body });
+      const answer = await created.json() as { batch_id: string };
+      if (created.status !== 202) throw new Error(`the batch was refused: ${created.status} ${JSON.stringify(answer).slice(0, 300)}`);
+      const probes = (async () => {
+        // Once a tenth is done: photos one at a time, then the status poll, while the batch drains.
+        await eventually(() => doneItems(ctx, answer.batch_id), (n) => n >= s.batchItems / 10, 3_600_000, 200);
+        for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.batch_photo', await interactivePhoto(api.url, account.apiKey, ctx.photoBody));
+        recordLoad(figures, 'svc.batch_status', await httpLoad({ url: statusUrl, connections: s.connections, durationSec: s.durationSec, headers }));
+      })();
+      await temporal.workflow.getHandle(batchWorkflowId(answer.batch_id)).result();
+      await probes;
+      return { id: answer.batch_id };
+    });
+    const seconds = (performance.now() - t0) / 1000;
+    clearInterval(sampler);
+    const [{ succeeded }] = await ctx.db.query(
+      `SELECT count(*)::int AS succeeded FROM batch_items i JOIN jobs j ON j.id = i.job_id WHERE i.batch_id = $1 AND j.status = 'succeeded'`, [batch.id]);
+    recordValue(figures, 'svc.batch', succeeded / seconds, s.batchItems - succeeded);
+    recordCpu(figures, 'svc.batch', cpu, succeeded);
+    recordValue(figures, 'svc.batch_rss', peakRss - idleRss);
+
+    let longest = 0;
+    for await (const run of temporal.workflow.list({ query: `WorkflowId = '${batchWorkflowId(batch.id)}'` })) longest = Math.max(longest, run.historyLength);
+    recordValue(figures, 'svc.batch_history', longest);
+  } finally {
+    await connection?.close();
+    await worker.stop();
+    await api.stop();
+  }
+}
+
+/** Items of the batch whose jobs have ended. */
+async function doneItems(ctx: ServiceContext, batchId: string): Promise<number> {
+  const [{ n }] = await ctx.db.query(
+    `SELECT count(*)::int AS n FROM batch_items i JOIN jobs j ON j.id = i.job_id
+      WHERE i.batch_id = $1 AND j.status IN ('succeeded', 'failed', 'dead_letter', 'cancelled')`, [batchId]);
+  return n;
+}
+
+/** One interactive photo: milliseconds from its POST to `completed` in its status (polled every 5 ms). */
+async function interactivePhoto(base: string, apiKey: string, photoBody: string): Promise<number> {
+  const t = performance.now();
+  const posted = await expectOk(base, apiKey, 'POST', `${V1}/generate/photo`, photoBody);
+  await eventually(() => expectOk(base, apiKey, 'GET', `${V1}/status/${posted.action_id}`), (x) => x.status === 'completed' || x.status === 'failed', 600_000, 5);
+  return performance.now() - t;
+}
