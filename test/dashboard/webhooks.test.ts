@@ -66,7 +66,9 @@ describe('dashboard webhooks', function () {
 
   it('a webhook switched off is sent nothing, and receives again once switched on; one deleted is gone', async () => {
     const { browser, apiKey } = await signedInUser(stack.baseUrl, stack.db);
-    const { body: hook } = await browser.call('POST', '/webhooks', { url: `${receiver.url}/switched` });
+    const { body: hook } = await browser.call('POST', '/webhooks', { url: `${receiver.url}/switched`, item_events: true });
+    assert.equal(hook.item_events, true, 'batch items\' events asked for');
+    assert.equal((await browser.call('GET', '/webhooks')).body.webhooks.find((w: { id: number }) => w.id === hook.id).item_events, true);
     const off = await browser.call('PATCH', `/webhooks/${hook.id}`, { is_active: false });
     assert.deepEqual([off.status, off.body.is_active], [200, false]);
     await generate(apiKey!);

@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, when } from '../api';
 import { ConfirmDialog, CopyButton, ErrorNote, useChanges } from './parts';
 
-interface Webhook { id: number; url: string; events: string[]; is_active: boolean; created_at: string }
+interface Webhook { id: number; url: string; events: string[]; item_events: boolean; is_active: boolean; created_at: string }
 interface Delivery {
   delivery_id: string; event: string; action_id: number; status: 'pending' | 'succeeded' | 'failed' | 'skipped';
   attempts: number; max_attempts: number; last_status_code: number | null; last_error: string | null;
@@ -32,7 +32,9 @@ export function WebhooksPage() {
     const form = new FormData(formElement);
     void change(async () => {
       const chosen = form.getAll('events').map(String);
-      const created = await api<Webhook & { secret: string }>('POST', '/webhooks', { url: form.get('url'), events: chosen.length ? chosen : undefined });
+      const created = await api<Webhook & { secret: string }>('POST', '/webhooks', {
+        url: form.get('url'), events: chosen.length ? chosen : undefined, item_events: form.get('item_events') === 'on',
+      });
       setSecret({ url: created.url, value: created.secret });
       formElement.reset();
     });
@@ -57,6 +59,7 @@ export function WebhooksPage() {
           <legend>Events (none chosen: all)</legend>
           {events.map((name) => <label class="check" key={name}><input type="checkbox" name="events" value={name} />{name}</label>)}
         </fieldset>
+        <label class="check"><input type="checkbox" name="item_events" />Also each batch item's own event (a batch's end is batch.completed or batch.failed)</label>
         <div><button type="submit" disabled={(hooks?.length ?? 0) >= 5}>Register webhook</button></div>
       </form>
       {hooks === undefined ? <p aria-busy="true">Loading…</p> : hooks.length === 0 ? <p class="muted">No webhook yet.</p> : (
@@ -66,7 +69,7 @@ export function WebhooksPage() {
               <div class="row wrap spread">
                 <div>
                   <h2 class="url">{hook.url}</h2>
-                  <p class="muted">{hook.events.join(', ')} · since {when(hook.created_at)}</p>
+                  <p class="muted">{hook.events.join(', ')}{hook.item_events ? ' · batch items\' events too' : ''} · since {when(hook.created_at)}</p>
                 </div>
                 <div class="row">
                   <label class="check"><input type="checkbox" checked={hook.is_active}
