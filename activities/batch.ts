@@ -7,7 +7,7 @@ export function createBatchActivities(deps: ActivityDeps) {
   return {
     startBatch: (batchId: string) => startBatch(deps, batchId),
     acceptNextItems: (batchId: string, cursor: AcceptCursor) =>
-      acceptNextItems(deps, batchId, cursor, () => Context.current().heartbeat()),
+      acceptNextItems(deps, batchId, cursor, { progress: () => Context.current().heartbeat(), attempt: Context.current().info.attempt }),
     finishBatch: (batchId: string, stop: 'budget' | 'cancelled' | undefined) => finishBatch(deps, batchId, stop),
   };
 }

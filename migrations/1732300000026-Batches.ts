@@ -12,6 +12,11 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export class Batches1732300000026 implements MigrationInterface {
   name = 'Batches1732300000026';
+  // A rolling upgrade keeps serving while this runs: short steps, each taking its tables only for an instant (and
+  // giving up after `lock_timeout` rather than queueing every reader behind it, then trying again); checks and
+  // indexes on the existing tables are validated and built without blocking writes. Safe to run again after any
+  // step failed.
+  transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
@@ -55,28 +60,50 @@ export class Batches1732300000026 implements MigrationInterface {
     await q.query('CREATE INDEX IF NOT EXISTS batch_items_pending_requests ON batch_items USING gin (request jsonb_path_ops) WHERE status = \'pending\'');
     // Whether an action is a batch's item (its events go to webhooks that ask for items' events only).
     await q.query('CREATE INDEX IF NOT EXISTS batch_items_action ON batch_items (action_id) WHERE action_id IS NOT NULL');
-    await q.query('ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_type_check');
-    await q.query(`ALTER TABLE jobs ADD CONSTRAINT jobs_type_check CHECK (type IN ('generation.execute', 'edit.execute', 'card.execute', 'video.execute'))`);
+    await briefly(q, 'ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_type_check',
+      `ALTER TABLE jobs ADD CONSTRAINT jobs_type_check CHECK (type IN ('generation.execute', 'edit.execute', 'card.execute', 'video.execute')) NOT VALID`);
+    await q.query('ALTER TABLE jobs VALIDATE CONSTRAINT jobs_type_check'); // reads and writes go on
 
     // Batch webhooks: a delivery is of an action's outcome or of a batch's (\`batch.completed\`, \`batch.failed\`), each
     // target once. A webhook says whether it also takes the events of batches' items (\`item_events\`).
-    await q.query('ALTER TABLE webhooks ADD COLUMN IF NOT EXISTS item_events boolean NOT NULL DEFAULT false');
-    await q.query('ALTER TABLE webhook_deliveries ALTER COLUMN action_id DROP NOT NULL');
-    await q.query('ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS batch_id uuid REFERENCES batches(id) ON DELETE CASCADE');
-    await q.query('ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_of_one');
-    // Every existing row has its action: checked without holding writes back for a long table's scan.
-    await q.query('ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_of_one CHECK ((action_id IS NULL) <> (batch_id IS NULL)) NOT VALID');
+    await briefly(q, 'ALTER TABLE webhooks ADD COLUMN IF NOT EXISTS item_events boolean NOT NULL DEFAULT false');
+    await briefly(q, 'ALTER TABLE webhook_deliveries ALTER COLUMN action_id DROP NOT NULL',
+      'ALTER TABLE webhook_deliveries ADD COLUMN IF NOT EXISTS batch_id uuid');
+    const constraints: { conname: string }[] = await q.query(
+      `SELECT conname FROM pg_constraint WHERE conrelid = 'webhook_deliveries'::regclass AND conname IN ('webhook_deliveries_batch', 'webhook_deliveries_of_one')`);
+    const has = (name: string) => constraints.some((c) => c.conname === name);
+    // Every existing row has its action and no batch: checked without holding writes back for a long table's scan.
+    if (!has('webhook_deliveries_batch')) {
+      await briefly(q, 'ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_batch FOREIGN KEY (batch_id) REFERENCES batches(id) ON DELETE CASCADE NOT VALID');
+    }
+    if (!has('webhook_deliveries_of_one')) {
+      await briefly(q, 'ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_of_one CHECK ((action_id IS NULL) <> (batch_id IS NULL)) NOT VALID');
+    }
+    await q.query('ALTER TABLE webhook_deliveries VALIDATE CONSTRAINT webhook_deliveries_batch');
     await q.query('ALTER TABLE webhook_deliveries VALIDATE CONSTRAINT webhook_deliveries_of_one');
-    await q.query(`CREATE UNIQUE INDEX IF NOT EXISTS webhook_deliveries_batch_target ON webhook_deliveries (batch_id, event, COALESCE(webhook_id, 0)) WHERE batch_id IS NOT NULL`);
+    // A build that failed half-way leaves an invalid index behind: dropped, then built again.
+    const [index] = await q.query(`SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('webhook_deliveries_batch_target')`);
+    if (index && !index.indisvalid) await q.query('DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_batch_target');
+    await q.query(`CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS webhook_deliveries_batch_target ON webhook_deliveries (batch_id, event, COALESCE(webhook_id, 0)) WHERE batch_id IS NOT NULL`);
     // The event feed (migration AccountEvents) records the outcomes of actions' deliveries, not of batches'.
-    await q.query('DROP TRIGGER IF EXISTS webhook_deliveries_to_account ON webhook_deliveries');
-    await q.query(`
+    await briefly(q, 'DROP TRIGGER IF EXISTS webhook_deliveries_to_account ON webhook_deliveries', `
       CREATE TRIGGER webhook_deliveries_to_account AFTER UPDATE OF status ON webhook_deliveries
         FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status AND NEW.status IN ('succeeded', 'failed', 'skipped') AND NEW.action_id IS NOT NULL)
         EXECUTE FUNCTION account_events_of_delivery()`);
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.startTransaction();
+    try {
+      await this.undo(q);
+      await q.commitTransaction();
+    } catch (err) {
+      await q.rollbackTransaction();
+      throw err;
+    }
+  }
+
+  private async undo(q: QueryRunner): Promise<void> {
     await q.query('DROP TRIGGER IF EXISTS webhook_deliveries_to_account ON webhook_deliveries');
     await q.query(`
       CREATE TRIGGER webhook_deliveries_to_account AFTER UPDATE OF status ON webhook_deliveries
@@ -93,5 +120,24 @@ export class Batches1732300000026 implements MigrationInterface {
     await q.query(`DELETE FROM jobs WHERE type IN ('card.execute', 'video.execute')`);
     await q.query('ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_type_check');
     await q.query(`ALTER TABLE jobs ADD CONSTRAINT jobs_type_check CHECK (type IN ('generation.execute', 'edit.execute'))`);
+  }
+}
+
+/**
+ * Runs `statements` in one transaction that waits at most 2 s for its locks (so that it never queues every reader
+ * of the table behind a long transaction), trying again up to 30 times (as migration ActionEvents does).
+ */
+async function briefly(q: QueryRunner, ...statements: string[]): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await q.startTransaction();
+    try {
+      await q.query(`SET LOCAL lock_timeout = '2s'`);
+      for (const sql of statements) await q.query(sql);
+      await q.commitTransaction();
+      return;
+    } catch (err) {
+      await q.rollbackTransaction();
+      if ((err as { code?: string }).code !== '55P03' || attempt === 30) throw err; // 55P03: lock_not_available
+    }
   }
 }

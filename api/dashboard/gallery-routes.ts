@@ -39,7 +39,7 @@ const galleryItem = {
 
 /** The gallery's filter by batch (`?batch_id=`): its items only. */
 function withBatchFilter(query: ReturnType<typeof pageQuery>) {
-  return { ...query, properties: { ...query.properties, batch_id: { type: 'string', format: 'uuid', description: 'Only this batch\'s items' } } };
+  return { ...query, properties: { ...query.properties, batch_id: { type: 'string', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', description: 'Only this batch\'s items' } } };
 }
 
 /** A gallery cursor: the last row's position (its creation, to the microsecond in UTC) and id. */

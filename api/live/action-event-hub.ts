@@ -117,11 +117,19 @@ export class ActionEventHub {
     }
     addTo(this.ofAccounts, accountId, subscriber);
     addTo(this.ofKeys, keyId, subscriber);
-    return () => {
+    const unsubscribe = () => {
       uncount();
       removeFrom(this.ofAccounts, accountId, subscriber);
       removeFrom(this.ofKeys, keyId, subscriber);
     };
+    // As `subscribe`: a revocation announced before the stream was registered is asked once, now.
+    try {
+      if (await this.keyRevoked(keyId)) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    return unsubscribe;
   }
 
   /**

@@ -261,7 +261,16 @@ export function batchRoutes(services: ApiServices): Route[] {
         const caller = ctx.state.caller as Caller;
         await streamSnapshots(ctx, {
           event: 'batch',
-          subscribe: (subscriber) => liveEvents.subscribeAccountAsKey(caller.accountId, caller.keyId, subscriber),
+          // Woken by its items' moves, and every BATCH_STREAM_TICK_MS besides: the batch's own moves (started, ended,
+          // cancelled with nothing running) are no action's.
+          subscribe: async (subscriber) => {
+            const unsubscribe = await liveEvents.subscribeAccountAsKey(caller.accountId, caller.keyId, subscriber);
+            const tick = setInterval(() => subscriber.wake(), BATCH_STREAM_TICK_MS);
+            return () => {
+              clearInterval(tick);
+              unsubscribe();
+            };
+          },
           read: async () => batchView((await readBatch(db.manager, batch.id))!),
           final: (view) => (view as { check_again_in_sec: number | null }).check_again_in_sec === null,
           heartbeatSeconds: liveEvents.limits.heartbeatSeconds,
@@ -349,6 +358,8 @@ export function batchRoutes(services: ApiServices): Route[] {
 
 /** A batch's stream reads it at most this often, however fast its items move. */
 const BATCH_STREAM_MIN_INTERVAL_MS = 1_000;
+/** A batch's stream reads it at least this often too (its own moves announce nothing). */
+const BATCH_STREAM_TICK_MS = 2_000;
 
 /** Items per page of a streamed manifest. */
 const MANIFEST_PAGE = 1000;

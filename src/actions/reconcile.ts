@@ -23,9 +23,9 @@ import { abandonStart, confirmStart, OPEN_ACTION_STATUSES, releaseAndClose } fro
 import { sqlRows } from '../db/sql';
 import { EVENTS_BY_TYPE_JSON } from '../webhooks/events';
 import { log } from '../log';
-import { actionWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
+import { actionWorkflowId, batchWorkflowId, deliveryWorkflowId, jobWorkflowId } from '../temporal/contract';
 import { startAnnouncement, startBatchWorkflow, startDeliveryWorkflow } from '../temporal/starts';
-import { staleQueuedBatches } from '../batches/store';
+import { cancelBatchRecord, staleLiveBatches } from '../batches/store';
 import { finishJobAsItsAction } from '../jobs/lifecycle';
 import { closeStoppedDelivery, type PendingDelivery, stalePendingDeliveries } from '../webhooks/store';
 import { lostWorkflowMessage, workflowState } from '../temporal/workflow-state';
@@ -53,11 +53,10 @@ const ownerOf = (row: Owned): string => (row.job_id ? jobWorkflowId(row.job_id) 
  */
 export async function settleStarts(db: DataSource, client: Client, abandonAfterSeconds: number, confirmAfterSeconds = abandonAfterSeconds): Promise<number> {
   // In pages by action id, as the lost workflows are (reconcileLostWorkflows).
-  return (await inPages((afterId: number) => sqlRows<Owned & { abandonable: boolean }>(db.manager,
+  return (await inPages((afterId: number) => sqlRows<Owned & { abandonable: boolean; running_batch: string | null }>(db.manager,
     `SELECT a.id AS action_id, a.status, j.id AS job_id, j.status AS job_status,
-            a.created_at < now() - make_interval(secs => $1)
-              -- A running batch's item: its batch's workflow starts its job (after a lost worker, a while later).
-              AND NOT EXISTS (SELECT 1 FROM batch_items i JOIN batches b ON b.id = i.batch_id WHERE i.action_id = a.id AND b.status = 'running') AS abandonable
+            a.created_at < now() - make_interval(secs => $1) AS abandonable,
+            (SELECT b.id FROM batch_items i JOIN batches b ON b.id = i.batch_id WHERE i.action_id = a.id AND b.status = 'running') AS running_batch
        FROM actions a LEFT JOIN jobs j ON j.action_id = a.id
       WHERE a.start_state = 'starting' AND a.created_at < now() - make_interval(secs => least($1, $2)) AND a.id > $3
       ORDER BY a.id LIMIT ${PAGE_ROWS}`, [abandonAfterSeconds, confirmAfterSeconds, afterId]),
@@ -67,7 +66,11 @@ export async function settleStarts(db: DataSource, client: Client, abandonAfterS
       await confirmStart(db.manager, row.action_id);
       return false;
     }
-    if (!row.abandonable || !(await db.transaction((m) => abandonStart(m, row.action_id)))) return false;
+    if (!row.abandonable) return false;
+    // A running batch's item: its batch's workflow starts its job (after a lost worker, a while later), as long as
+    // that workflow runs (one an operator ended is settled by reconcileLostBatches, then its items here).
+    if (row.running_batch && (await workflowState(client, batchWorkflowId(row.running_batch))).kind === 'running') return false;
+    if (!(await db.transaction((m) => abandonStart(m, row.action_id)))) return false;
     log.warn('abandoned an action whose workflow never started; its hold was released', { actionId: row.action_id, jobId: row.job_id });
     return true;
   }))).moved;
@@ -140,7 +143,9 @@ export async function announceUnannouncedOutcomes(db: DataSource, client: Client
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.action_id = a.id AND d.event = $2::jsonb -> a.type ->> a.status)
         AND (a.webhook_url IS NOT NULL OR EXISTS (
               SELECT 1 FROM webhooks w WHERE w.account_id = a.account_id AND w.deleted_at IS NULL AND w.is_active
-                 AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at))
+                 AND ($2::jsonb -> a.type ->> a.status) = ANY(w.events) AND w.created_at <= a.completed_at
+                 -- a batch's item is announced only to webhooks that ask for items' events (planDeliveries)
+                 AND (w.item_events OR NOT EXISTS (SELECT 1 FROM batch_items i WHERE i.action_id = a.id))))
       ORDER BY a.completed_at, a.id LIMIT ${PAGE_ROWS}`, [cutoff, EVENTS_BY_TYPE_JSON, after.completedAt, after.id]),
   (row) => ({ completedAt: row.completed_at, id: row.action_id }), { completedAt: since, id: 0 },
   (rows) => {
@@ -247,17 +252,28 @@ async function announceFailure(client: Client, taskQueue: string, actionId: numb
 }
 
 /**
- * Batches committed whose workflow was never started (the API stopped between the two): started, once older than
- * the start grace. A batch holds nothing until its workflow accepts its items, so starting it late loses nothing.
+ * Batches whose workflow is not where the batch's row says, past the start grace: one still `queued` whose workflow
+ * does not exist (its API stopped before it started it) is started (a batch holds nothing until its workflow
+ * accepts its items, so starting it late loses nothing); one `queued` or `running` whose workflow has ended without
+ * ending it (an operator terminated it) is cancelled as the API cancels one (its items not started are cancelled;
+ * its accepted items' holds are then released by settleStarts, its running jobs end on their own). Answers how
+ * many it moved.
  */
-export async function startQueuedBatches(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
-  let started = 0;
-  for (const batch of await staleQueuedBatches(db, config.startGraceSeconds ?? 30)) {
-    await startBatchWorkflow(client, config.taskQueue, { batchId: batch.id, accountId: batch.account_id, items: batch.items });
-    started++;
+export async function reconcileBatches(db: DataSource, client: Client, config: ReconcileConfig): Promise<number> {
+  let moved = 0;
+  for (const batch of await staleLiveBatches(db, config.startGraceSeconds ?? 30)) {
+    const state = await workflowState(client, batchWorkflowId(batch.id));
+    if (state.kind === 'running') continue;
+    if (state.kind === 'missing' && batch.status === 'queued') {
+      await startBatchWorkflow(client, config.taskQueue, { batchId: batch.id, accountId: batch.account_id, items: batch.items });
+      log.warn('started a batch whose workflow never started', { batchId: batch.id });
+    } else {
+      await cancelBatchRecord(db, batch.id);
+      log.warn('cancelled a batch whose workflow ended without ending it', { batchId: batch.id, workflow: state.kind });
+    }
+    moved++;
   }
-  if (started > 0) log.warn('started batches whose workflow never started', { started });
-  return started;
+  return moved;
 }
 
 /**
@@ -290,7 +306,7 @@ export async function reconcile(db: DataSource, client: Client, config: Reconcil
     await reconcileLostWorkflows(db, client, config);
     await announceUnannouncedOutcomes(db, client, config);
     await settleLostDeliveries(db, client, config);
-    await startQueuedBatches(db, client, config);
+    await reconcileBatches(db, client, config);
   } catch (err) {
     log.warn('reconciler pass failed; the next one will try again', { error: String(err) });
   }

@@ -203,7 +203,8 @@ const shapeOf = (text: string): string => createHash('sha1').update(text).digest
 /** Answers the response body, or the first response (marked replayed) when the idempotency key was used. */
 export async function submitAction<R>(services: SubmitServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
   requireProvider(services, spec.product === 'video' ? 'video' : 'image', spec.caller);
-  if (spec.webhookUrl) await checkWebhookUrl(services.outbound, spec.webhookUrl, 'webhook_url');
+  // A batch's item names its batch's URL, checked when the batch was made (and at each send, as every delivery is).
+  if (spec.webhookUrl && spec.startedBy !== 'parent') await checkWebhookUrl(services.outbound, spec.webhookUrl, 'webhook_url');
   for (let round = 0; ; round++) {
     try {
       return await placeAndStart(services, spec);

@@ -9,7 +9,7 @@ import { callerOfKey } from '../accounts/accounts';
 import type { EditParams } from '../actions/params';
 import { newVersionOf, type NewAction, routeFor, submitAction, type SubmitServices } from '../actions/submit';
 import { readPriceList } from '../billing/pricing';
-import { AppError } from '../errors';
+import { AppError, ValidationFailed } from '../errors';
 import { databaseAway } from '../db/sql';
 import { log } from '../log';
 import { editableSource, generationPreparation, newVideoCard, type CardOrder, type PhotoOrder, type VideoOrder } from '../generation/prepare';
@@ -57,6 +57,9 @@ export interface ItemsTaken {
  */
 const ACCEPT_PAGE = 10;
 
+/** Tries of an accept step before an item whose preparation fails for no known reason fails (the step's retries). */
+const PREPARE_ATTEMPTS = 5;
+
 const JOB_TYPE: Record<ItemType, JobType> = { photo: 'generation.execute', card: 'card.execute', video: 'video.execute', edit: 'edit.execute' };
 
 /** Refusals that mean the money ran out: the batch stops starting items. */
@@ -72,8 +75,10 @@ class ItemNotClaimed extends Error {}
  * `failed` with the error, and nothing is held for it.
  */
 export async function acceptNextItems(
-  services: BatchRunServices, batchId: string, cursor: AcceptCursor, progress?: () => void,
+  services: BatchRunServices, batchId: string, cursor: AcceptCursor, step: { progress?: () => void; attempt?: number } = {},
 ): Promise<ItemsTaken> {
+  const { progress, attempt = 1 } = step;
+  progress?.();
   const { db } = services;
   const batch = await readBatch(db.manager, batchId);
   const window = batch ? await windowOf(db.manager, batch, services.batchLimits) : 1;
@@ -88,7 +93,7 @@ export async function acceptNextItems(
   for (const item of items) {
     const outcome = item.job_id !== null
       ? { accepted: acceptedItem(services, batch, caller, item as typeof item & { job_id: string; action_id: number }) } // by an earlier try of this step
-      : await acceptItem(services, batch, caller, item, spent);
+      : await acceptItem(services, batch, caller, item, spent, attempt);
     if (outcome.stop) return { ...taken, stop: outcome.stop };
     if (outcome.accepted) {
       taken.accepted.push(outcome.accepted);
@@ -123,14 +128,15 @@ function jobInput(services: BatchRunServices, caller: Caller, type: ItemType, jo
 
 async function acceptItem(
   services: BatchRunServices, batch: BatchRow, caller: Caller,
-  item: { position: number; type: ItemType; request: Record<string, unknown> }, spent: number,
+  item: { position: number; type: ItemType; request: Record<string, unknown> }, spent: number, attempt: number,
 ): Promise<{ accepted?: AcceptedItem; stop?: 'budget' | 'cancelled' }> {
   const jobId = randomUUID();
   try {
     const spec = await submissionOf(services, batch, caller, item).catch(async (err: unknown) => {
-      if (err instanceof AppError || databaseAway(err)) throw err;
-      // Not the request's fault, nor the database's (a pinned upload gone from the store, a provider's answer that
-      // could not be read): the item fails rather than its batch retrying the step for ever.
+      if (err instanceof AppError || err instanceof ValidationFailed || databaseAway(err)) throw err;
+      // Not the request's fault, nor the database's (the store or a provider failing, a pinned upload gone): tried
+      // again with the step a few times, then the item fails rather than its batch retrying for ever.
+      if (attempt < PREPARE_ATTEMPTS) throw err;
       log.error('a batch item could not be prepared', { batchId: batch.id, position: item.position, error: String(err) });
       throw new AppError(500, 'internal_error', 'The item could not be prepared');
     });
@@ -151,6 +157,10 @@ async function acceptItem(
     return { accepted: { position: item.position, accountId: batch.account_id, price: spec.price, job: jobInput(services, caller, item.type, jobId, actionId) } };
   } catch (err) {
     if (err instanceof ItemNotClaimed) return claimedElsewhere(services, batch, caller, item.position);
+    if (err instanceof ValidationFailed) { // a request its single route would have refused with 422
+      await closeItem(services.db, batch.id, item.position, 'failed', { code: 'invalid_request', message: err.issues.map((i) => `${i.loc.join('.')} ${i.msg}`).join('; ') });
+      return {};
+    }
     if (!(err instanceof AppError)) throw err; // the database or the store: the step is tried again
     if (MONEY_CODES.includes(err.code)) return { stop: 'budget' };
     // A request that cannot be served as it is (an image unreadable, a provider not configured): the item fails

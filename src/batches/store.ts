@@ -234,10 +234,10 @@ export async function finishBatchRecord(db: DataSource, batchId: string, stopped
   return row?.status ?? (await readBatch(db.manager, batchId))?.status ?? 'cancelled'; // gone: forgotten by the API
 }
 
-/** Batches still `queued` after `graceSeconds`: their workflow was never started (at most 100 a pass). */
-export function staleQueuedBatches(db: DataSource, graceSeconds: number): Promise<Pick<BatchRow, 'id' | 'account_id' | 'items'>[]> {
-  return sqlRows(db.manager, `SELECT id, account_id, items FROM batches WHERE status = 'queued' AND created_at < now() - make_interval(secs => $1)
-    ORDER BY created_at LIMIT 100`, [graceSeconds]);
+/** Batches `queued` or `running` for longer than `graceSeconds`, oldest first (at most 100 a pass): the reconciler looks at their workflows. */
+export function staleLiveBatches(db: DataSource, graceSeconds: number): Promise<Pick<BatchRow, 'id' | 'account_id' | 'items' | 'status'>[]> {
+  return sqlRows(db.manager, `SELECT id, account_id, items, status FROM batches
+    WHERE status IN ('queued', 'running') AND created_at < now() - make_interval(secs => $1) ORDER BY created_at LIMIT 100`, [graceSeconds]);
 }
 
 /** One batch of the account's list (the dashboard's), newest first. */

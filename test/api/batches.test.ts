@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { acceptNextItems } from '../../src/batches/run';
 import { createBatch } from '../../src/batches/store';
+import { reconcileBatches, settleStarts } from '../../src/actions/reconcile';
 import { grantSparks } from '../../src/billing/sparks';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { batchWorkflowId } from '../../src/temporal/contract';
-import { apiClient, assertMoneyConsistent, jpegBase64, newAccount, V1 } from '../support/fixtures';
+import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { openSse } from '../support/sse-client';
 import { Stack, startStack } from '../support/stack';
 
@@ -198,6 +199,7 @@ describe('v2 catalogue batches', function () {
       const retried = await acceptNextItems(stack.deps, again.body.batch_id, { after: 0, inFlight: 0, spent: 0 });
       assert.deepEqual(retried.accepted.map((a) => [a.job.jobId, a.job.actionId]), [[item.job_id, item.action_id]]);
       assert.equal((await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]))[0].n, 3);
+      await stack.db.query(`UPDATE batches SET status = 'completed' WHERE id = $1`, [again.body.batch_id]); // as it was
       await assertMoneyConsistent(stack.db, accountId);
     });
   });
@@ -221,6 +223,29 @@ describe('v2 catalogue batches', function () {
       assert.ok(seen.length >= 2, `the batch was seen moving: ${seen.join(' ')}`);
       const stranger = await openSse(`${stack.baseUrl}${V2}/batches/${created.batch_id}/events`, { Authorization: `Bearer ${(await newAccount(stack.db, 10)).apiKey}` });
       assert.equal(stranger.status, 404);
+    });
+
+    it('the reconciler starts a batch whose workflow never started, and cancels one whose workflow an operator terminated', async () => {
+      const { accountId, keyId, apiKey } = await newAccount(stack.db, 100);
+      const config = { taskQueue: stack.taskQueue, graceSeconds: 0, startGraceSeconds: 0, webhookRetryInitialMs: 100 };
+      const never = randomUUID();
+      const request = { images: [{ data: image }], product_name: 'Vase', category_id: 'home', resolution: '1K', photo_style: 'classic', aspect_ratio: '3:4' };
+      await createBatch(stack.db, {
+        id: never, accountId, keyId, maxSparks: null, webhookUrl: null, itemEvents: false, clientGroupId: null, acceptLanguage: null, sandboxScenario: null,
+        items: [{ position: 1, external_id: 'n1', type: 'photo', request, price: 5, status: 'pending' }],
+      }, undefined, { status: 202, body: {} });
+      assert.ok(await reconcileBatches(stack.db, stack.temporal, config) >= 1);
+      assert.equal((await stack.temporal.workflow.getHandle(batchWorkflowId(never)).result()).status, 'completed');
+
+      const created = (await apiClient(stack.baseUrl, apiKey)('POST', `${V2}/batches`, { items: Array.from({ length: 6 }, (_, i) => photo(`t${i}`)) })).body;
+      await eventually(async () => (await stack.db.query(`SELECT count(*)::int AS n FROM batch_items WHERE batch_id = $1 AND job_id IS NOT NULL`, [created.batch_id]))[0].n, (n) => n > 0);
+      await stack.temporal.workflow.getHandle(batchWorkflowId(created.batch_id)).terminate('an operator');
+      assert.ok(await reconcileBatches(stack.db, stack.temporal, config) >= 1);
+      const [batch] = await stack.db.query('SELECT status FROM batches WHERE id = $1', [created.batch_id]);
+      assert.equal(batch.status, 'cancelled');
+      await settleStarts(stack.db, stack.temporal, 0);
+      await eventually(async () => (await stack.db.query(`SELECT count(*)::int AS n FROM actions WHERE account_id = $1 AND status IN ('pending', 'processing')`, [accountId]))[0].n, (n) => n === 0);
+      await assertMoneyConsistent(stack.db, accountId);
     });
 
     it('cancels the items not started at once and each running one as a job, each charged or released, never both', async () => {

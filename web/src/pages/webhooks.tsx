@@ -9,7 +9,7 @@ import { ConfirmDialog, CopyButton, ErrorNote, useChanges } from './parts';
 
 interface Webhook { id: number; url: string; events: string[]; item_events: boolean; is_active: boolean; created_at: string }
 interface Delivery {
-  delivery_id: string; event: string; action_id: number; status: 'pending' | 'succeeded' | 'failed' | 'skipped';
+  delivery_id: string; event: string; action_id: number | null; batch_id?: string | null; status: 'pending' | 'succeeded' | 'failed' | 'skipped';
   attempts: number; max_attempts: number; last_status_code: number | null; last_error: string | null;
   last_attempt_at: string | null; delivered_at: string | null; created_at: string;
 }
@@ -125,7 +125,7 @@ function DeliveryLog({ hook }: { hook: Webhook }) {
             {deliveries.map((d) => (
               <tr key={d.delivery_id}>
                 <td data-label="Event">{d.event}</td>
-                <td data-label="Action">{d.action_id}</td>
+                <td data-label="Action">{d.action_id ?? (d.batch_id ? <>batch <code>{d.batch_id.slice(0, 8)}</code></> : '')}</td>
                 <td data-label="Status"><span class={`state ${d.status}`}>{STATUS[d.status]}</span>{d.delivered_at && <span class="muted"> {when(d.delivered_at)}</span>}</td>
                 <td data-label="Attempts">{d.attempts} of {d.max_attempts}</td>
                 <td data-label="Last answer">{d.last_status_code ?? (d.attempts ? 'no answer' : '—')}{d.last_error && <span class="muted"> {d.last_error}</span>}</td>
