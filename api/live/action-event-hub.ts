@@ -76,38 +76,21 @@ export class ActionEventHub {
    * one of `keyId`'s streams. Refused, before anything is held: 429 `too_many_streams` when the key holds
    * `limits.perKey` streams in this process, 503 when the process holds `limits.perProcess`.
    */
-  async subscribe(actionId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
-    const uncount = this.count(this.perKey, keyId, this.limits.perKey, 'This API key holds', 'the most one key may');
-    try {
-      await this.listening();
-    } catch (err) {
-      uncount();
-      throw err;
-    }
-    addTo(this.subscribers, actionId, subscriber);
-    addTo(this.ofKeys, keyId, subscriber);
-    const unsubscribe = () => {
-      uncount();
-      removeFrom(this.subscribers, actionId, subscriber);
-      removeFrom(this.ofKeys, keyId, subscriber);
-    };
-    // A revocation announced before the stream was registered (while it waited for the connection, or before the
-    // connection listened) is not announced again: asked once, now that a later one would end it.
-    try {
-      if (await this.keyRevoked(keyId)) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
-    } catch (err) {
-      unsubscribe();
-      throw err;
-    }
-    return unsubscribe;
+  subscribe(actionId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
+    return this.followAsKey(keyId, this.subscribers, actionId, subscriber);
   }
 
   /**
    * Registers `subscriber` to be woken when any action of `accountId` may have moved (at most once per
-   * ACCOUNT_WAKE_MS), as one of API key `keyId`'s streams (a batch's progress), counted and ended with the key's
-   * other streams.
+   * ACCOUNT_WAKE_MS), as one of API key `keyId`'s streams (a batch's progress), counted, refused and ended as the
+   * key's other streams are (see `subscribe`).
    */
-  async subscribeAccountAsKey(accountId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
+  subscribeAccountAsKey(accountId: number, keyId: number, subscriber: EventSubscriber): Promise<() => void> {
+    return this.followAsKey(keyId, this.ofAccounts, accountId, subscriber);
+  }
+
+  /** One of an API key's streams, following `id` in `map` (an action's, or an account's): see `subscribe`. */
+  private async followAsKey(keyId: number, map: Map<number, Set<EventSubscriber>>, id: number, subscriber: EventSubscriber): Promise<() => void> {
     const uncount = this.count(this.perKey, keyId, this.limits.perKey, 'This API key holds', 'the most one key may');
     try {
       await this.listening();
@@ -115,14 +98,15 @@ export class ActionEventHub {
       uncount();
       throw err;
     }
-    addTo(this.ofAccounts, accountId, subscriber);
+    addTo(map, id, subscriber);
     addTo(this.ofKeys, keyId, subscriber);
     const unsubscribe = () => {
       uncount();
-      removeFrom(this.ofAccounts, accountId, subscriber);
+      removeFrom(map, id, subscriber);
       removeFrom(this.ofKeys, keyId, subscriber);
     };
-    // As `subscribe`: a revocation announced before the stream was registered is asked once, now.
+    // A revocation announced before the stream was registered (while it waited for the connection, or before the
+    // connection listened) is not announced again: asked once, now that a later one would end it.
     try {
       if (await this.keyRevoked(keyId)) throw new AppError(401, 'invalid_api_key', 'The API key is invalid or revoked');
     } catch (err) {
