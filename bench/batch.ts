@@ -14,7 +14,7 @@ import { measureCpu, subjectsOf } from './cpu';
 import { httpLoad, warmUp } from './load';
 import { Figures, recordCpu, recordLoad, recordValue } from './measured';
 import { rssMiB } from './processes';
-import { benchAccount, expectOk, type ServiceContext, startService } from './service';
+import { benchAccount, expectOk, oneJobAlone, type ServiceContext, startService } from './service';
 import { sleep } from './stats';
 
 export async function measureBatch(ctx: ServiceContext, figures: Figures): Promise<void> {
@@ -37,7 +37,7 @@ export async function measureBatch(ctx: ServiceContext, figures: Figures): Promi
     await eventually(() => expectOk(api.url, account.apiKey, 'GET', `${V1}/status/${seeded.action_id}`), (x) => x.status === 'completed', 60_000);
     const statusUrl = `${api.url}${V1}/status/${seeded.action_id}`;
     await warmUp({ url: statusUrl, connections: s.connections, durationSec: 1, headers });
-    for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.batch_photo_idle', await interactivePhoto(api.url, account.apiKey, ctx.photoBody));
+    for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.batch_photo_idle', await oneJobAlone(api.url, account, ctx.photoBody));
     recordLoad(figures, 'svc.batch_status_idle', await httpLoad({ url: statusUrl, connections: s.connections, durationSec: s.durationSec, headers }));
     await sleep(1000);
     const idleRss = rssMiB(worker.pid);
@@ -52,7 +52,7 @@ export async function measureBatch(ctx: ServiceContext, figures: Figures): Promi
       const probes = (async () => {
         // Once a tenth is done: photos one at a time, then the status poll, while the batch drains.
         await eventually(() => doneItems(ctx, answer.batch_id), (n) => n >= s.batchItems / 10, 3_600_000, 200);
-        for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.batch_photo', await interactivePhoto(api.url, account.apiKey, ctx.photoBody));
+        for (let i = 0; i < s.singleRuns; i++) recordValue(figures, 'svc.batch_photo', await oneJobAlone(api.url, account, ctx.photoBody));
         recordLoad(figures, 'svc.batch_status', await httpLoad({ url: statusUrl, connections: s.connections, durationSec: s.durationSec, headers }));
       })();
       await temporal.workflow.getHandle(batchWorkflowId(answer.batch_id)).result();
@@ -84,12 +84,4 @@ async function doneItems(ctx: ServiceContext, batchId: string): Promise<number> 
     `SELECT count(*)::int AS n FROM batch_items i JOIN jobs j ON j.id = i.job_id
       WHERE i.batch_id = $1 AND j.status IN ('succeeded', 'failed', 'dead_letter', 'cancelled')`, [batchId]);
   return n;
-}
-
-/** One interactive photo: milliseconds from its POST to `completed` in its status (polled every 5 ms). */
-async function interactivePhoto(base: string, apiKey: string, photoBody: string): Promise<number> {
-  const t = performance.now();
-  const posted = await expectOk(base, apiKey, 'POST', `${V1}/generate/photo`, photoBody);
-  await eventually(() => expectOk(base, apiKey, 'GET', `${V1}/status/${posted.action_id}`), (x) => x.status === 'completed' || x.status === 'failed', 600_000, 5);
-  return performance.now() - t;
 }

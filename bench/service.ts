@@ -87,7 +87,7 @@ async function measureHttp(figures: Figures, figure: string, options: Parameters
 }
 
 /** Polls an action's status until it is completed; returns the milliseconds from the POST to that answer. */
-async function oneJobAlone(base: string, account: Account, photoBody: string): Promise<number> {
+export async function oneJobAlone(base: string, account: Account, photoBody: string): Promise<number> {
   const t = performance.now();
   const posted = await expectOk(base, account.apiKey, 'POST', `${V1}/generate/photo`, photoBody);
   await eventually(() => expectOk(base, account.apiKey, 'GET', `${V1}/status/${posted.action_id}`), (s) => s.status === 'completed' || s.status === 'failed', 60_000, 5);

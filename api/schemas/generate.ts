@@ -1,8 +1,6 @@
 /** Request bodies of the generation endpoints (the same objects AJV enforces and OpenAPI publishes). */
 import { ASPECT_RATIOS, ref } from './shared';
-import type { Locale } from '../../src/locale';
-
-type ImageInputBody = { url?: string; data?: string; media_type: string };
+import type { CardOrder, PhotoOrder, VideoOrder } from '../../src/generation/prepare';
 
 /** Fields every generation request may carry. */
 const commonFields = {
@@ -31,17 +29,8 @@ export const photoRequestSchema = {
   },
 } as const;
 
-export interface PhotoRequest extends CommonFields {
-  images: ImageInputBody[];
-  category_id?: string;
-  concept_id?: string;
-  product_name?: string;
-  comment?: string;
-  photo_style: 'classic' | 'home';
-  aspect_ratio: string;
-  resolution: '1K' | '2K' | '4K';
-  locale?: Locale;
-}
+/** The body as AJV leaves it (defaults filled): the order the preparation takes, with the fields every request may carry. */
+export interface PhotoRequest extends CommonFields, PhotoOrder {}
 
 export const cardRequestSchema = {
   type: 'object',
@@ -63,19 +52,8 @@ export const cardRequestSchema = {
   },
 } as const;
 
-export interface CardRequest extends CommonFields {
-  images: ImageInputBody[];
-  category_id?: string;
-  concept_id: string;
-  product_name?: string;
-  user_text?: string;
-  design_key?: string;
-  creativity: number;
-  design_reference_image?: ImageInputBody;
-  aspect_ratio: string;
-  style: 'infographic' | 'cinematic';
-  locale?: Locale;
-}
+/** The body as AJV leaves it (defaults filled): the order the preparation takes, with the fields every request may carry. */
+export interface CardRequest extends CommonFields, CardOrder {}
 
 export const videoRequestSchema = {
   type: 'object',
@@ -92,15 +70,8 @@ export const videoRequestSchema = {
   },
 } as const;
 
-export interface VideoRequest extends CommonFields {
-  image: ImageInputBody;
-  scenario: string;
-  duration_sec: 5 | 10;
-  loop_mode: boolean;
-  card_mode: boolean;
-  final_frame?: ImageInputBody;
-  aspect_ratio: string;
-}
+/** The body as AJV leaves it (defaults filled): the order the preparation takes, with the fields every request may carry. */
+export interface VideoRequest extends CommonFields, VideoOrder {}
 
 export const editRequestSchema = {
   type: 'object',
