@@ -24,6 +24,7 @@ import { UrlSigner } from '../src/storage/signed-urls';
 import { loadSecret, SecretBox } from '../src/secrets';
 import { ensureHousekeepingSchedule } from '../src/housekeeping/schedule';
 import { connectClient } from '../src/temporal/client';
+import { batchTaskQueue } from '../src/temporal/contract';
 import { DevServer, startDevServer, temporalAnswers } from '../ops/dev-server';
 import { reconcileExclusively } from '../src/actions/reconcile';
 import { connectWorker, createProviderWorkers, createWorker, installRuntime, workerQueues } from './worker';
@@ -83,7 +84,7 @@ async function main(mode: Mode): Promise<void> {
   if (config.workerQueues && queues && !queues.providers.includes(SANDBOX_PROVIDER)) {
     log.warn('this worker does not serve the sandbox queue (WORKER_QUEUES has no "sandbox"): sandbox keys\' videos need a worker that does', { workerQueues: config.workerQueues });
   }
-  if (queues && !queues.main) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
+  if (queues && !queues.main && !queues.batch) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
   // The SDK's runtime is installed before anything uses it, so that its worker metrics are exported (loopback only).
   const sdkMetricsAddress = mode !== 'api' && config.metricsPort !== undefined && config.temporalMetricsPort !== undefined
     ? `127.0.0.1:${config.temporalMetricsPort}` : undefined;
@@ -118,9 +119,10 @@ async function main(mode: Mode): Promise<void> {
       config: { taskQueue: config.taskQueue, jobMaxAttempts: config.jobMaxAttempts, jobRetryBackoffMs: config.jobRetryBackoffMs },
       batchLimits: config.batchLimits,
     } };
-    const { main: servesMain, providers: providerNames } = queues!;
+    const { main: servesMain, batch: servesBatches, providers: providerNames } = queues!;
     const connection = workerConnection!; // opened above for every mode but `api`
     if (servesMain) workers.push((await createWorker({ ...setup, connection, yieldToApi: mode === 'all' })).worker);
+    if (servesBatches) workers.push((await createWorker({ ...setup, taskQueue: batchTaskQueue(config.taskQueue), connection, yieldToApi: mode === 'all' })).worker);
     const limits = (name: string) => (name === 'local' ? { ...config.providerLimits(name), maxConcurrent: renders } : config.providerLimits(name));
     workers.push(...(await createProviderWorkers(setup, connection, providerNames, limits)));
     workerRuns = workers.map((w) => w.run());

@@ -66,24 +66,27 @@ export const YIELDING_TUNER: WorkerOptions['tuner'] = {
 
 /** The main queue's name in `WORKER_QUEUES`: workflows and bookkeeping activities. */
 export const MAIN_QUEUE = 'main';
+/** The batch queue's name in `WORKER_QUEUES`: catalogue batches and their items' jobs (`batchTaskQueue`). */
+export const BATCH_QUEUE = 'batch';
 
 /**
- * What one worker process serves (`WORKER_QUEUES`, e.g. `main`, `gemini`, `main,runway`): the main task queue
- * and/or the queues of configured providers; unset means all of them. Anything else stops the process.
+ * What one worker process serves (`WORKER_QUEUES`, e.g. `main`, `batch`, `gemini`, `main,runway`): the main task
+ * queue, the batch queue and/or the queues of configured providers; unset means all of them. Anything else stops
+ * the process.
  */
 export function workerQueues(
   selection: string[] | undefined, configuredProviders: string[], options: { requireMain?: boolean } = {},
-): { main: boolean; providers: string[] } {
+): { main: boolean; batch: boolean; providers: string[] } {
   const providers = [...new Set(configuredProviders)];
-  if (!selection) return { main: true, providers };
-  const unknown = selection.filter((q) => q !== MAIN_QUEUE && !providers.includes(q));
+  if (!selection) return { main: true, batch: true, providers };
+  const unknown = selection.filter((q) => q !== MAIN_QUEUE && q !== BATCH_QUEUE && !providers.includes(q));
   if (unknown.length > 0 || selection.length === 0) {
-    throw new Error(`WORKER_QUEUES may name ${[MAIN_QUEUE, ...providers].join(', ')}; got "${selection.join(',')}"`);
+    throw new Error(`WORKER_QUEUES may name ${[MAIN_QUEUE, BATCH_QUEUE, ...providers].join(', ')}; got "${selection.join(',')}"`);
   }
   if (options.requireMain && !selection.includes(MAIN_QUEUE)) {
     throw new Error('WORKER_QUEUES must include "main" when the API runs in the same process: its requests would start workflows no one runs');
   }
-  return { main: selection.includes(MAIN_QUEUE), providers: providers.filter((p) => selection.includes(p)) };
+  return { main: selection.includes(MAIN_QUEUE), batch: selection.includes(BATCH_QUEUE), providers: providers.filter((p) => selection.includes(p)) };
 }
 
 /**

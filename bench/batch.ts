@@ -1,11 +1,13 @@
 /**
- * A catalogue batch through one API and one worker process (zero-cost renderer), on a queue of its own: N photo
- * items sent as NDJSON (their image one upload, pinned), timed from the POST until the batch has ended
- * (`svc.batch`, items per second, with its CPU: the API and worker processes count as the service's). Meanwhile:
- * the worker's RSS every half second (`svc.batch_rss`: the most over its idle RSS), and, once a tenth of the items
- * are done, interactive photos one at a time (`svc.batch_photo`, POST to `completed`, against `svc.batch_photo_idle`
- * measured before the batch) and `GET /status` polls (`svc.batch_status`, against `svc.batch_status_idle`). After:
- * the longest history among the batch workflow's runs (`svc.batch_history`, events).
+ * A catalogue batch through one API process and one batch worker (zero-cost renderer), beside a worker of the
+ * interactive queues, as docs/operations.md lays out a machine shared by both: the batch worker serves only the batch
+ * queue (`WORKER_QUEUES=batch`) at the lowest CPU priority (`nice -n 19`), the other one the main and `local` queues.
+ * N photo items sent as NDJSON (their image one upload, pinned), timed from the POST until the batch has ended
+ * (`svc.batch`, items per second, with its CPU: the API and both worker processes count as the service's).
+ * Meanwhile: the batch worker's RSS every half second (`svc.batch_rss`: the most over its idle RSS), and, once a tenth
+ * of the items are done, interactive photos one at a time (`svc.batch_photo`, POST to `completed`, against
+ * `svc.batch_photo_idle` measured before the batch) and `GET /status` polls (`svc.batch_status`, against
+ * `svc.batch_status_idle`). After: the longest history among the batch workflow's runs (`svc.batch_history`, events).
  */
 import { Client, Connection } from '@temporalio/client';
 import { batchWorkflowId } from '../src/temporal/contract';
@@ -17,10 +19,17 @@ import { rssMiB } from './processes';
 import { benchAccount, expectOk, oneJobAlone, type ServiceContext, startService } from './service';
 import { sleep } from './stats';
 
+/** The batch worker's CPU priority: the lowest, so that it runs on what interactive work leaves of the cores. */
+const BATCH_WORKER_NICE = 19;
+
 export async function measureBatch(ctx: ServiceContext, figures: Figures): Promise<void> {
   const s = ctx.settings;
   const queue = 'bench-batch';
-  const [api, worker] = await Promise.all([startService(ctx, 'api', 'api-batch', queue), startService(ctx, 'worker', 'worker-batch', queue)]);
+  const [api, interactive, worker] = await Promise.all([
+    startService(ctx, 'api', 'api-batch', queue),
+    startService(ctx, 'worker', 'worker-interactive', queue, { WORKER_QUEUES: 'main,local' }),
+    startService(ctx, 'worker', 'worker-batch', queue, { WORKER_QUEUES: 'batch' }, { nice: BATCH_WORKER_NICE }),
+  ]);
   let connection: Connection | undefined;
   try {
     connection = await Connection.connect({ address: ctx.temporalAddress });
@@ -45,7 +54,7 @@ export async function measureBatch(ctx: ServiceContext, figures: Figures): Promi
     let peakRss = idleRss;
     const sampler = setInterval(() => { peakRss = Math.max(peakRss, rssMiB(worker.pid)); }, 500);
     const t0 = performance.now();
-    const { result: batch, cpu } = await measureCpu(subjectsOf([api.pid, worker.pid], ctx.databaseUrl), async () => {
+    const { result: batch, cpu } = await measureCpu(subjectsOf([api.pid, interactive.pid, worker.pid], ctx.databaseUrl), async () => {
       const created = await fetch(`${api.url}/api/v2/batches`, { method: 'POST', headers: { ...headers, 'Content-Type': 'application/x-ndjson' }, body });
       const answer = await created.json() as { batch_id: string };
       if (created.status !== 202) throw new Error(`the batch was refused: ${created.status} ${JSON.stringify(answer).slice(0, 300)}`);
@@ -73,7 +82,7 @@ export async function measureBatch(ctx: ServiceContext, figures: Figures): Promi
     recordValue(figures, 'svc.batch_history', longest);
   } finally {
     await connection?.close();
-    await worker.stop();
+    await Promise.all([worker.stop(), interactive.stop()]);
     await api.stop();
   }
 }

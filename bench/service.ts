@@ -40,8 +40,10 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** One service process on its own task queue; registered for cleanup. */
-export async function startService(ctx: ServiceContext, mode: ServiceMode, name: string, taskQueue: string, extra: Record<string, string> = {}): Promise<RunningService> {
+/** One service process on its own task queue (at the CPU priority `nice`, if given); registered for cleanup. */
+export async function startService(
+  ctx: ServiceContext, mode: ServiceMode, name: string, taskQueue: string, extra: Record<string, string> = {}, options: { nice?: number } = {},
+): Promise<RunningService> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const started = await startServiceProcess(mode, {
@@ -53,7 +55,7 @@ export async function startService(ctx: ServiceContext, mode: ServiceMode, name:
     PUBLIC_BASE_URL: url,
     DATA_DIR: path.join(ctx.dataDir, name),
     ...extra,
-  }, { logFile: path.join(ctx.dataDir, 'logs', `${name}.log`) });
+  }, { logFile: path.join(ctx.dataDir, 'logs', `${name}.log`), ...options });
   // Time to drain (its worker finishes the tasks it holds), so that a process stopped does not leave the next phase
   // its workflow tasks to time out and its `starting` actions to settle.
   const stop = track(`service ${name}`, () => started.stop(15_000));

@@ -31,12 +31,15 @@ const READY_TIMEOUT_MS = 120_000;
 
 /**
  * Starts the service and resolves once it logs that every part of `mode` is up. Its log lines go to `logFile`
- * when given (kept for the whole life of the process), else they are read only until it is ready.
+ * when given (kept for the whole life of the process), else they are read only until it is ready. `nice`: the
+ * process runs at this CPU priority (`nice -n`, 19 the lowest), as docs/operations.md runs batch workers on a
+ * machine they share with interactive work.
  */
 export async function startServiceProcess(
-  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string } = {},
+  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string; nice?: number } = {},
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [MAIN, mode], { env: { ...NPM_START_ENV, ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const command = options.nice === undefined ? [process.execPath, MAIN, mode] : ['nice', '-n', String(options.nice), process.execPath, MAIN, mode];
+  const child = spawn(command[0], command.slice(1), { env: { ...NPM_START_ENV, ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   if (options.logFile) {
     mkdirSync(path.dirname(options.logFile), { recursive: true });

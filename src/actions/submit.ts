@@ -45,8 +45,13 @@ export interface NewAction<R> {
   inputs?: CheckedImage[];
   /** Set for a v2 job: its row is written in the same transaction and the job workflow runs the action. */
   job?: { id: string; type: JobType };
-  /** `parent`: a workflow starts the job's workflow as its child (a batch's item): nothing is started here. */
-  startedBy?: 'parent';
+  /**
+   * Set for a batch's item, accepted by its batch's step: the statement claims the item's row (`claim`: the
+   * statement's `claimed` part, no row when the item is not the step's to take: BatchItemNotClaimed) instead of an
+   * Idempotency-Key; its inputs are stored before the statement (a retried step answers a claimed item again without
+   * coming back here), and the step starts its workflow, trying again until it has: nothing is started here.
+   */
+  batchItem?: { claim(statement: CompoundStatement, placed: PlacedAction): string };
   /** The success status (200 for v1, 202 for v2 jobs), stored with the response so repeats get it too. */
   status?: number;
   /** The response body for the placed action (stored with the idempotency key, so repeats get the same). */
@@ -60,9 +65,12 @@ export interface NewAction<R> {
 
 export interface PlacedAction { actionId: number; projectId: number; cardId: number }
 
+/** A batch's item that its step's statement did not claim: the batch stopped meanwhile, or another try took it. */
+export class BatchItemNotClaimed extends Error {}
+
 /**
  * What an accept needs of the process: the API's services, or a worker's (a batch's item is accepted by its
- * workflow's activity, which starts nothing: `startedBy: 'parent'`).
+ * workflow's activity, which starts its job itself: `batchItem`).
  */
 export type SubmitServices = Pick<Services, 'db' | 'providers' | 'outbound' | 'store'> & Partial<Pick<Services, 'temporal'>>
   & { config: Pick<Services['config'], 'taskQueue' | 'jobMaxAttempts' | 'jobRetryBackoffMs'> };
@@ -125,9 +133,9 @@ async function placeAndStart<R>(services: SubmitServices, spec: NewAction<R>): P
 
   // A batch's item is answered again by a retried accept step without coming back here: its inputs are stored
   // before it is accepted (a refused one leaves files that the purge of inputs removes).
-  if (spec.startedBy === 'parent') await storeInputs(services, spec.inputs ?? []);
+  if (spec.batchItem) await storeInputs(services, spec.inputs ?? []);
   const parts = new CompoundStatement();
-  parts.with('claimed', claimPart(parts, spec.idempotency, response, placed.actionId));
+  parts.with('claimed', spec.batchItem ? spec.batchItem.claim(parts, placed) : claimPart(parts, spec.idempotency, response, placed.actionId));
   parts.with('project', projectPart(parts, spec.caller, where.project));
   parts.with('card', cardPart(parts, accountId, where.card));
   parts.with('action', actionPart(parts, {
@@ -148,16 +156,16 @@ async function placeAndStart<R>(services: SubmitServices, spec: NewAction<R>): P
     if (err instanceof InsufficientSparks) throw insufficientTokens(err.available, err.required);
     throw err;
   });
-  if (!accepted) throw await refusedClaim(db, spec.idempotency!);
+  if (!accepted) throw spec.batchItem ? new BatchItemNotClaimed() : await refusedClaim(db, spec.idempotency!);
   countHeld(spec.product, spec.price);
   const committedAt = Date.now();
 
   // Committed as `starting`: its workflow's first step records it `started`. Until then a repeat of its
   // Idempotency-Key asks Temporal whether the workflow exists, and the reconciler abandons a start that never happened.
   try {
-    if (spec.startedBy !== 'parent') await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
-    if (spec.startedBy === 'parent') {
-      // Its parent workflow starts it, with the job's id.
+    if (!spec.batchItem) await storeInputs(services, spec.inputs ?? []); // only now, so a refused request leaves nothing stored
+    if (spec.batchItem) {
+      // Its batch's step starts it, with the job's id.
     } else if (!temporal) {
       throw new Error('a workflow start needs the Temporal client');
     } else if (spec.job) {
@@ -184,7 +192,7 @@ async function placeAndStart<R>(services: SubmitServices, spec: NewAction<R>): P
   }
   // A start that took long enough for the reconciler to have abandoned it meanwhile (it waits START_GRACE_SECONDS)
   // is confirmed before it is answered: the answer must match what happens to the action.
-  if (spec.startedBy !== 'parent' && Date.now() - committedAt > SLOW_START_MS && !(await confirmStart(db.manager, placed.actionId))) throw generationUnavailable();
+  if (!spec.batchItem && Date.now() - committedAt > SLOW_START_MS && !(await confirmStart(db.manager, placed.actionId))) throw generationUnavailable();
   actionsTotal.inc({ product: spec.product, provider: provider.name, outcome: 'accepted' });
   if (spec.job) jobsTotal.inc({ type: spec.job.type, outcome: 'accepted' });
   return response;
@@ -204,7 +212,7 @@ const shapeOf = (text: string): string => createHash('sha1').update(text).digest
 export async function submitAction<R>(services: SubmitServices, spec: NewAction<R>): Promise<StoredResponse & { replayed?: boolean }> {
   requireProvider(services, spec.product === 'video' ? 'video' : 'image', spec.caller);
   // A batch's item names its batch's URL, checked when the batch was made (and at each send, as every delivery is).
-  if (spec.webhookUrl && spec.startedBy !== 'parent') await checkWebhookUrl(services.outbound, spec.webhookUrl, 'webhook_url');
+  if (spec.webhookUrl && !spec.batchItem) await checkWebhookUrl(services.outbound, spec.webhookUrl, 'webhook_url');
   for (let round = 0; ; round++) {
     try {
       return await placeAndStart(services, spec);

@@ -5,6 +5,7 @@
  */
 import type { DataSource, EntityManager } from 'typeorm';
 import { sqlRow, sqlRows } from '../db/sql';
+import type { CompoundStatement } from '../db/statement';
 import { positionTimeSql } from '../db/keyset';
 import type { IdempotencyClaim, StoredResponse } from '../idempotency/keys';
 import { IDEMPOTENCY_WINDOW_SECONDS } from '../housekeeping/retention';
@@ -192,16 +193,33 @@ export function pendingItems(m: EntityManager, batchId: string, afterPosition: n
 }
 
 /**
- * Makes the item the job's, in the accept's transaction, only while it has none and its batch runs; its price
- * becomes the one held.
+ * The `claimed` part of an item's accept statement (src/actions/submit.ts, `batchItem`): makes the item the job's,
+ * only while it has none and its batch runs (under the batch's row lock, which a cancel takes too); its price becomes
+ * the one held. No row when it is not the statement's to take: the statement then writes nothing.
  */
-export async function claimItem(m: EntityManager, batchId: string, position: number, jobId: string, actionId: number, price: number): Promise<boolean> {
-  const rows = await sqlRows(m, `
-    UPDATE batch_items i SET status = 'running', job_id = $3::uuid, action_id = $4, price = $5
-      FROM (SELECT id FROM batches WHERE id = $1::uuid AND status = 'running' FOR NO KEY UPDATE) b
-     WHERE i.batch_id = b.id AND i.position = $2 AND i.job_id IS NULL AND i.status = 'pending'
-    RETURNING i.position`, [batchId, position, jobId, actionId, price]);
-  return rows.length > 0;
+export function claimItemPart(statement: CompoundStatement, batchId: string, position: number, job: { jobId: string; actionId: number; price: number }): string {
+  const p = (value: unknown) => statement.param(value);
+  return `UPDATE batch_items i SET status = 'running', job_id = ${p(job.jobId)}::uuid, action_id = ${p(job.actionId)}::int, price = ${p(job.price)}::int
+      FROM (SELECT id FROM batches WHERE id = ${p(batchId)}::uuid AND status = 'running' FOR NO KEY UPDATE) b
+     WHERE i.batch_id = b.id AND i.position = ${p(position)}::int AND i.job_id IS NULL AND i.status = 'pending'
+    RETURNING 1 AS claimed`;
+}
+
+/**
+ * The batch's status, and which of its started items at `positions` have ended (their jobs terminal), each with
+ * whether its hold was released (anything but a success). One statement: what a batch's step polls while it waits.
+ */
+export async function endedItems(m: EntityManager, batchId: string, positions: number[]): Promise<{ status?: BatchStatus; ended: { position: number; released: boolean }[] }> {
+  const rows = await sqlRows<{ status: BatchStatus; position: number | null; released: boolean | null }>(m, `
+    SELECT b.status, e.position, e.released FROM batches b
+      LEFT JOIN LATERAL (
+        SELECT i.position, j.status <> 'succeeded' AS released FROM batch_items i JOIN jobs j ON j.id = i.job_id
+         WHERE i.batch_id = b.id AND i.position = ANY($2::int[]) AND j.status IN ('succeeded', 'failed', 'dead_letter', 'cancelled')) e ON true
+     WHERE b.id = $1`, [batchId, positions]);
+  return {
+    status: rows[0]?.status,
+    ended: rows.filter((row) => row.position !== null).map((row) => ({ position: row.position!, released: row.released! })),
+  };
 }
 
 /** An item that could not start (its images could not be read, the budget ran out, the batch was cancelled). */

@@ -34,10 +34,17 @@ export const batchWorkflowId = (batchId: string): string => `batch-${batchId}`;
 
 /**
  * A batch's tasks wait behind interactive ones (priority 3, the default; 1 runs first) and share the queue fairly
- * between accounts (one fairness key per account). Its item jobs inherit both from the batch's workflow. The
- * servers honour them with `matching.enableFairness` (the dev server's start and the cluster's dynamic config).
+ * between accounts (one fairness key per account): the batch's workflow and each item's job are started with it.
+ * The servers honour them with `matching.enableFairness` (the dev server's start and the cluster's dynamic config).
  */
 export const batchPriority = (accountId: number) => ({ priorityKey: 4, fairnessKey: `account-${accountId}` });
+
+/**
+ * `imagery-batch`: the task queue of batches and their items' jobs, next to the main one, so that the workers that
+ * serve it can be others than those of interactive work (on other machines, or at a lower CPU priority on a shared
+ * one: docs/operations.md). A worker process serves it unless `WORKER_QUEUES` leaves it out.
+ */
+export const batchTaskQueue = (taskQueue: string): string => `${taskQueue}-batch`;
 
 /**
  * The steps of a funnel session after its start, each a Temporal update of `funnel-<id>` (named for the Web UI).
@@ -180,6 +187,26 @@ export interface BatchCursor {
   /** Every item up to this position is started or closed. */
   after: number;
   spent: number;
+  /** The items started and not seen ended yet (runs since the `accept-starts-items` patch: they are not children). */
+  inFlight?: ItemInFlight[];
+}
+
+/** An item whose job the batch started: what its end gives back to the budget when its hold is released. */
+export interface ItemInFlight { position: number; price: number }
+
+/**
+ * A step of a batch since `accept-starts-items`: the items of `inFlight` seen ended meanwhile (`released`: their hold
+ * was given back), those it accepted and started, and where it stopped.
+ */
+export interface BatchStep {
+  ended: { position: number; released: boolean }[];
+  accepted: ItemInFlight[];
+  /** Every item up to this position is accepted or closed. */
+  lastPosition: number;
+  /** Why the batch starts nothing more: the next item would pass the budget (or the balance), or it was cancelled. */
+  stop?: 'budget' | 'cancelled';
+  /** No item is left to start after `lastPosition`. */
+  done: boolean;
 }
 
 export interface BatchInput {
@@ -192,7 +219,7 @@ export interface BatchInput {
 
 export type BatchOutcome = { status: BatchStatus };
 
-/** A batch item its workflow accepted (its price held): the job to start as its child. */
+/** A batch item its workflow accepted (its price held): the job to start as its child (runs before `accept-starts-items`). */
 export interface AcceptedItem { position: number; accountId: number; price: number; job: JobInput }
 
 /** `sandboxesToppedUp`: in runs since the `sandbox-top-up` patch. */

@@ -7,7 +7,7 @@ import { Client, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, ty
 import type { ActionProduct, ActionType } from '../db/entities/action';
 import type { JobType } from '../jobs/lifecycle';
 import {
-  actionWorkflowId, announcementWorkflowId, batchPriority, batchWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, type ProviderRoute, SEARCH_ATTRIBUTES,
+  actionWorkflowId, announcementWorkflowId, batchPriority, batchTaskQueue, batchWorkflowId, deliveryWorkflowId, funnelWorkflowId, jobWorkflowId, type ProviderRoute, SEARCH_ATTRIBUTES,
   type WorkflowContract, type WorkflowType,
 } from './contract';
 
@@ -51,19 +51,22 @@ export async function startActionWorkflow(
   });
 }
 
-/** Starts the workflow of a v2 job (`job-<uuid>`), which runs its action. */
+/**
+ * Starts the workflow of a v2 job (`job-<uuid>`), which runs its action; a batch's item (`batchId`) on the batch
+ * queue, at the batch's priority.
+ */
 export async function startJobWorkflow(
   client: Client, config: { taskQueue: string; jobMaxAttempts: number; jobRetryBackoffMs: number },
-  job: { jobId: string; type: JobType; actionId: number; accountId: number; provider?: ProviderRoute },
+  job: { jobId: string; type: JobType; actionId: number; accountId: number; provider?: ProviderRoute; batchId?: string },
 ): Promise<void> {
   await startOnce(client, 'jobWorkflow', {
-    taskQueue: config.taskQueue,
+    ...(job.batchId ? { taskQueue: batchTaskQueue(config.taskQueue), priority: batchPriority(job.accountId) } : { taskQueue: config.taskQueue }),
     workflowId: jobWorkflowId(job.jobId),
     args: [{
       jobId: job.jobId, actionId: job.actionId, maxAttempts: config.jobMaxAttempts, backoffMs: config.jobRetryBackoffMs,
       ...(job.provider ? { provider: job.provider } : {}),
     }],
-    staticSummary: `${job.type} · job ${job.jobId} · action ${job.actionId} · account ${job.accountId}${routeNote(job.provider)}`,
+    staticSummary: `${job.type} · job ${job.jobId} · action ${job.actionId} · account ${job.accountId}${job.batchId ? ` · batch ${job.batchId}` : ''}${routeNote(job.provider)}`,
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.accountId, value: job.accountId },
       { key: SEARCH_ATTRIBUTES.actionId, value: job.actionId },
@@ -75,12 +78,12 @@ export async function startJobWorkflow(
 }
 
 /**
- * Starts a batch's workflow (`batch-<uuid>`), once, at the batch's priority: below interactive work, fair among
- * accounts; its item jobs inherit it.
+ * Starts a batch's workflow (`batch-<uuid>`), once, on the batch queue of `taskQueue` at the batch's priority: below
+ * interactive work, fair among accounts; its items' jobs are started alike.
  */
 export async function startBatchWorkflow(client: Client, taskQueue: string, batch: { batchId: string; accountId: number; items: number }): Promise<void> {
   await startOnce(client, 'batchWorkflow', {
-    taskQueue,
+    taskQueue: batchTaskQueue(taskQueue),
     workflowId: batchWorkflowId(batch.batchId),
     args: [{ batchId: batch.batchId }],
     priority: batchPriority(batch.accountId),

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { acceptNextItems } from '../../src/batches/run';
+import { acceptNextItems, takeBatchStep } from '../../src/batches/run';
 import { createBatch } from '../../src/batches/store';
 import { reconcileBatches, settleStarts } from '../../src/actions/reconcile';
 import { grantSparks } from '../../src/billing/sparks';
 import { LocalRenderer } from '../../src/providers/local-renderer';
-import { batchWorkflowId } from '../../src/temporal/contract';
+import { batchTaskQueue, batchWorkflowId, jobWorkflowId } from '../../src/temporal/contract';
 import { apiClient, assertMoneyConsistent, eventually, jpegBase64, newAccount, V1 } from '../support/fixtures';
 import { openSse } from '../support/sse-client';
 import { Stack, startStack } from '../support/stack';
@@ -75,6 +75,10 @@ describe('v2 catalogue batches', function () {
       assert.equal((await fetch(video.result_url)).status, 200);
       const job = (await call('GET', `${V2}/jobs/${video.job_id}`)).body;
       assert.deepEqual([job.type, job.status], ['video.execute', 'succeeded']);
+      // Each item's job is a workflow of its own on the batch queue, started by the batch's step: not its child.
+      const history = await stack.temporal.workflow.getHandle(batchWorkflowId(batch.batch_id)).fetchHistory();
+      assert.ok(!history.events!.some((e) => e.startChildWorkflowExecutionInitiatedEventAttributes), 'no child workflow in the batch\'s history');
+      assert.equal((await stack.temporal.workflow.getHandle(jobWorkflowId(video.job_id)).describe()).taskQueue, batchTaskQueue(stack.taskQueue));
       const types = await stack.db.query(`SELECT j.type, a.client_group_id FROM batch_items i JOIN jobs j ON j.id = i.job_id JOIN actions a ON a.id = i.action_id
         WHERE i.batch_id = $1 ORDER BY i.position`, [batch.batch_id]);
       assert.deepEqual(types.map((t: { type: string }) => t.type), ['generation.execute', 'generation.execute', 'card.execute', 'video.execute', 'edit.execute']);
@@ -196,8 +200,11 @@ describe('v2 catalogue batches', function () {
       await finished(again.body.batch_id);
       const [item] = await stack.db.query('SELECT job_id, action_id FROM batch_items WHERE batch_id = $1', [again.body.batch_id]);
       await stack.db.query(`UPDATE batches SET status = 'running' WHERE id = $1`, [again.body.batch_id]);
-      const retried = await acceptNextItems(stack.deps, again.body.batch_id, { after: 0, inFlight: 0, spent: 0 });
-      assert.deepEqual(retried.accepted.map((a) => [a.job.jobId, a.job.actionId]), [[item.job_id, item.action_id]]);
+      const retried = await takeBatchStep({ ...stack.deps, temporal: stack.temporal }, again.body.batch_id, { after: 0, spent: 0, inFlight: [] });
+      assert.deepEqual(retried.accepted, [{ position: 1, price: 5 }]);
+      // So does the step of runs started before `accept-starts-items`, which answered the item for a child.
+      const retriedAsChild = await acceptNextItems(stack.deps, again.body.batch_id, { after: 0, inFlight: 0, spent: 0 });
+      assert.deepEqual(retriedAsChild.accepted.map((a) => [a.job.jobId, a.job.actionId]), [[item.job_id, item.action_id]]);
       assert.equal((await stack.db.query('SELECT count(*)::int AS n FROM actions WHERE account_id = $1', [accountId]))[0].n, 3);
       await stack.db.query(`UPDATE batches SET status = 'completed' WHERE id = $1`, [again.body.batch_id]); // as it was
       await assertMoneyConsistent(stack.db, accountId);

@@ -8,21 +8,22 @@ import { eventually } from '../support/fixtures';
 
 describe('WORKER_QUEUES', () => {
   it('serves everything when unset, and exactly what it names otherwise', () => {
-    assert.deepEqual(workerQueues(undefined, ['gemini', 'runway']), { main: true, providers: ['gemini', 'runway'] });
-    assert.deepEqual(workerQueues(undefined, ['local', 'local']), { main: true, providers: ['local'] });
-    assert.deepEqual(workerQueues(['main'], ['gemini', 'runway']), { main: true, providers: [] });
-    assert.deepEqual(workerQueues(['runway'], ['gemini', 'runway']), { main: false, providers: ['runway'] });
-    assert.deepEqual(workerQueues(['gemini', 'main'], ['gemini', 'runway']), { main: true, providers: ['gemini'] });
+    assert.deepEqual(workerQueues(undefined, ['gemini', 'runway']), { main: true, batch: true, providers: ['gemini', 'runway'] });
+    assert.deepEqual(workerQueues(undefined, ['local', 'local']), { main: true, batch: true, providers: ['local'] });
+    assert.deepEqual(workerQueues(['main'], ['gemini', 'runway']), { main: true, batch: false, providers: [] });
+    assert.deepEqual(workerQueues(['runway'], ['gemini', 'runway']), { main: false, batch: false, providers: ['runway'] });
+    assert.deepEqual(workerQueues(['gemini', 'main'], ['gemini', 'runway']), { main: true, batch: false, providers: ['gemini'] });
+    assert.deepEqual(workerQueues(['batch'], ['gemini']), { main: false, batch: true, providers: [] });
   });
 
   it('refuses a queue of a provider that is not configured, and an empty choice', () => {
-    assert.throws(() => workerQueues(['runway'], ['local']), /WORKER_QUEUES may name main, local; got "runway"/);
+    assert.throws(() => workerQueues(['runway'], ['local']), /WORKER_QUEUES may name main, batch, local; got "runway"/);
     assert.throws(() => workerQueues([], ['local']), /WORKER_QUEUES/);
   });
 
   it('refuses to leave out the main queue in a process that also takes requests (npm start)', () => {
     assert.throws(() => workerQueues(['local'], ['local'], { requireMain: true }), /must include "main"/);
-    assert.deepEqual(workerQueues(['main'], ['local'], { requireMain: true }), { main: true, providers: [] });
+    assert.deepEqual(workerQueues(['main'], ['local'], { requireMain: true }), { main: true, batch: false, providers: [] });
   });
 });
 
@@ -46,6 +47,7 @@ describe('a worker process with WORKER_QUEUES', function () {
       await eventually(() => pollers(`${taskQueue}-provider-local`, 'ACTIVITY'), (p) => p.length === 1);
       assert.deepEqual(await pollers(taskQueue, 'WORKFLOW'), [], 'nothing polls the main queue');
       assert.deepEqual(await pollers(taskQueue, 'ACTIVITY'), []);
+      assert.deepEqual(await pollers(`${taskQueue}-batch`, 'WORKFLOW'), [], 'nothing polls the batch queue');
     } finally {
       await connection.close();
       await worker.kill('SIGTERM');

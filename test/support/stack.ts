@@ -25,7 +25,7 @@ import { OutboundPolicy, ResolveHost } from '../../src/net/outbound';
 import { SecretBox } from '../../src/secrets';
 import type { ActivityDeps } from '../../activities';
 import { connectClient } from '../../src/temporal/client';
-import { ProviderRoute } from '../../src/temporal/contract';
+import { batchTaskQueue, ProviderRoute } from '../../src/temporal/contract';
 import { routeFor } from '../../src/actions/submit';
 import { createProviderWorkers, createWorker } from '../../app/worker';
 import { testEnvironment } from './environment';
@@ -110,13 +110,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   let worker: Worker | undefined;
   let connection: NativeConnection | undefined;
   let running: Promise<unknown> | undefined;
-  let providerWorkers: Worker[] = [];
+  let queueWorkers: Worker[] = [];
   if (options.withWorker !== false) {
     const setup = { address: env.temporalAddress, namespace: 'default', taskQueue, deps };
     ({ worker, connection } = await createWorker({ ...setup, workflowBundle: options.workflowBundle ?? env.workflowBundle }));
-    providerWorkers = await createProviderWorkers(setup, connection, queuedProviders(deps.providers),
-      () => ({ maxConcurrent: 10, maxPerSecond: 0 }));
-    running = Promise.all([worker, ...providerWorkers].map((w) => w.run()));
+    // The batch queue's worker, as every worker process runs one unless WORKER_QUEUES leaves it out.
+    const { worker: batchWorker } = await createWorker({ ...setup, taskQueue: batchTaskQueue(taskQueue), connection, workflowBundle: options.workflowBundle ?? env.workflowBundle });
+    queueWorkers = [batchWorker, ...await createProviderWorkers(setup, connection, queuedProviders(deps.providers),
+      () => ({ maxConcurrent: 10, maxPerSecond: 0 }))];
+    running = Promise.all([worker, ...queueWorkers].map((w) => w.run()));
   }
   // As `npm start` (app/main.ts): with a worker, the client shares its native connection and starts eagerly on its
   // queue; without one, as an API process alone, it has a connection of its own.
@@ -156,7 +158,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (worker) {
-        for (const w of [worker, ...providerWorkers]) if (w.getState() === 'RUNNING') w.shutdown(); // a test may have stopped one
+        for (const w of [worker, ...queueWorkers]) if (w.getState() === 'RUNNING') w.shutdown(); // a test may have stopped one
         await running;
       }
       await temporal.connection.close(); // the workers' connection when shared, once they no longer hold it
