@@ -6,8 +6,9 @@
  */
 import {
   type ActionEnd, cancelRendered, type CompleteOutcome, completeRendered, endUnrendered, failRendered, type JobFailure, type StartOutcome,
-  startAction, startWithJob,
+  startWithJob,
 } from '../src/actions/lifecycle';
+import { finishJobPostprocessing } from '../src/jobs/lifecycle';
 import { type DeliveryPlan, planDeliveries } from '../src/webhooks/store';
 import type { ActivityDeps } from './deps';
 
@@ -18,8 +19,8 @@ export function createActionLifecycleActivities({ db, webhookRetryInitialMs }: A
      * was cancelled or is already closed, or its job already ended.
      */
     async startProcessing(actionId: number, jobId?: string): Promise<StartOutcome> {
-      // A v1 action's start is one statement, its own transaction; a job's moves with it in one transaction.
-      return jobId ? db.transaction((m) => startWithJob(m, actionId, jobId)) : startAction(db.manager, actionId);
+      // One statement, its own transaction: the action's start, with its job's move when it has one.
+      return startWithJob(db.manager, actionId, jobId);
     },
 
     /**
@@ -27,8 +28,8 @@ export function createActionLifecycleActivities({ db, webhookRetryInitialMs }: A
      * job, if given, to succeeded/postprocessing.
      */
     async completeAction(actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
-      // A v1 action's charge and completion are one statement, its own transaction; a job's moves with them in one.
-      return jobId ? db.transaction((m) => completeRendered(m, actionId, assetPath, jobId)) : completeRendered(db.manager, actionId, assetPath);
+      // One statement, its own transaction: the charge and the completion, with its job's move when it has one.
+      return completeRendered(db.manager, actionId, assetPath, jobId);
     },
 
     /**
@@ -38,6 +39,18 @@ export function createActionLifecycleActivities({ db, webhookRetryInitialMs }: A
     async completeAndPlanDeliveries(actionId: number, assetPath: string): Promise<{ outcome: CompleteOutcome; plan?: DeliveryPlan }> {
       const outcome = await completeRendered(db.manager, actionId, assetPath);
       return outcome === 'completed' ? { outcome, plan: await planDeliveries(db, actionId, 'completed', webhookRetryInitialMs) } : { outcome };
+    },
+
+    /**
+     * A v2 job's last step since `lean-job`: completeAction with its job (charged, `succeeded`/`postprocessing`), then
+     * its deliveries planned and, when none is, the job finished (`completed`): three statements.
+     */
+    async completeJob(actionId: number, assetPath: string, jobId: string): Promise<{ outcome: CompleteOutcome; plan?: DeliveryPlan }> {
+      const outcome = await completeRendered(db.manager, actionId, assetPath, jobId);
+      if (outcome === 'cancelled') return { outcome };
+      const plan = await planDeliveries(db, actionId, 'completed', webhookRetryInitialMs);
+      if (plan.deliveries.length === 0) await finishJobPostprocessing(db.manager, jobId);
+      return { outcome, plan };
     },
 
     /** failAction, then the deliveries of the failure planned: one step of the v1 action workflow since `outcome-plans`. */

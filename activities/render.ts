@@ -19,7 +19,7 @@ import { log } from '../src/log';
 import { jobAttempt, JobMove, moveJobRecord } from '../src/jobs/lifecycle';
 import type { ActionEnd } from '../src/actions/lifecycle';
 import {
-  completeRendered, forgetProviderTask, markThumbnailed, providerTaskOf, recordedEnd, recordProgress, recordProviderTask, startAction,
+  completeRendered, forgetProviderTask, providerTaskOf, recordedEnd, recordProgress, recordProviderTask, recordStoring, startAction,
 } from '../src/actions/lifecycle';
 import type { ActivityDeps } from './deps';
 import { providersOf } from '../src/providers';
@@ -158,10 +158,13 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
     await sandbox.drill(scenario, attempt, signal);
   };
 
+  /** A job found ended (cancelled) stops the render. */
+  const jobHasEnded = (jobId: string): never => {
+    throw ApplicationFailure.create({ type: FAILURE_TYPES.jobEnded, message: `job ${jobId} already ended`, nonRetryable: true });
+  };
   /** Moves the job the render belongs to; a job that already ended (cancelled) stops the render here. */
   const moveJob = async (jobId: string | undefined, move: JobMove): Promise<void> => {
-    if (!jobId || (await moveJobRecord(db.manager, jobId, move))) return;
-    throw ApplicationFailure.create({ type: FAILURE_TYPES.jobEnded, message: `job ${jobId} already ended`, nonRetryable: true });
+    if (jobId && !(await moveJobRecord(db.manager, jobId, move))) jobHasEnded(jobId);
   };
 
   const videoJob = async (action: Action) => {
@@ -180,16 +183,19 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
    * best effort: one that cannot be made or recorded is logged, and the paid render goes on without it (a list
    * then shows no picture for it), never retried for its sake.
    */
-  const storeResult = async (actionId: number, rendered: RenderedAsset, name?: string) => {
+  const storeResult = async (actionId: number, rendered: RenderedAsset, name?: string, jobId?: string) => {
     const key = resultKey(actionId, rendered.extension, name);
+    let thumbnailed = false;
     if (rendered.extension !== 'mp4') {
       try {
         await store.put(thumbnailKeyOf(key), await makeThumbnail(rendered.bytes));
-        await markThumbnailed(db.manager, actionId);
+        thumbnailed = true;
       } catch (err) {
         log.warn('a result\'s thumbnail could not be made; the result is stored without one', { actionId, error: (err as Error).message });
       }
     }
+    // The thumbnail recorded and the job moved to finalizing (storing the result, then charging) in one statement.
+    if (!(await recordStoring(db.manager, actionId, thumbnailed, jobId ? { jobId, move: { status: 'running', phase: 'finalizing' } } : undefined))) jobHasEnded(jobId!);
     await store.put(key, rendered.bytes);
     return key;
   };
@@ -209,8 +215,7 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
           await drill(action, jobId, signal);
         };
         const rendered = await renderer(action.params as never, signal, started, providersOf(providers, action));
-        await moveJob(jobId, { status: 'running', phase: 'finalizing' });
-        return storeResult(action.id, rendered, resultName);
+        return storeResult(action.id, rendered, resultName, jobId);
       })());
     } catch (err) {
       throw toFailure(err);

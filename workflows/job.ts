@@ -18,7 +18,9 @@
  * activity task (none for the local renderer's images since `inline-render`: see `renderAsset`); a retry's
  * `retry_scheduled` move is a local activity too. The read model goes through the same
  * statuses and phases in the same order; the search attributes show the state the workflow waits in. Workflows
- * started before the patch replay step by step, as they were recorded (`stepwiseJob`).
+ * started before the patch replay step by step, as they were recorded (`stepwiseJob`). Since `lean-job` the
+ * charge, the delivery plan and the last move are one step (`completeJob`), and the search attributes are written
+ * where the workflow task ends (`leanJob`).
  */
 import {
   ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, log, patched, proxyActivities, proxyLocalActivities, sleep,
@@ -29,8 +31,8 @@ import type { JobMove, JobPhase, JobStatus } from '../src/jobs/lifecycle';
 import {
   FAILURE_TYPES, type JobInput, type JobOutcome, NON_RETRYABLE_FAILURE_TYPES, SEARCH_ATTRIBUTES, SHOWN_FAILURE_TYPES, TIMEOUTS,
 } from '../src/temporal/contract';
-import { announceOutcome } from './outcome-deliveries';
-import { renderAsset, stopProviderTask } from './render';
+import { announceOutcome, startDeliveries } from './outcome-deliveries';
+import { renderAsset, renderRouted, stopProviderTask } from './render';
 
 const bookkeeping = proxyActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
 const localBookkeeping = proxyLocalActivities<Activities>({ ...TIMEOUTS.bookkeeping, retry: TIMEOUTS.bookkeepingRetry });
@@ -61,6 +63,7 @@ function classify(err: unknown): Failure {
 }
 
 export async function jobWorkflow(input: JobInput): Promise<JobOutcome> {
+  if (patched('lean-job')) return leanJob(input);
   return patched('fused-steps') ? fusedJob(input) : stepwiseJob(input);
 }
 
@@ -74,7 +77,70 @@ function jobEnded(err: unknown): boolean {
   return cause instanceof ApplicationFailure && cause.type === FAILURE_TYPES.jobEnded;
 }
 
-/** The job since the `fused-steps` patch: three steps on the happy path, the render the only activity task. */
+/**
+ * The job since the `lean-job` patch: three steps on the happy path (start, render, and `completeJob`, which charges,
+ * plans the deliveries and, with none planned, finishes the job), and its search attributes written only where the
+ * workflow task ends and they can be seen: before a render on the provider's queue, before a retry's backoff, and
+ * at the end. (Within one workflow task every upsert reaches the server together, when the task completes: an
+ * in-process photo showed `running`, `succeeded/postprocessing` and `completed` at once, three index writes.) The
+ * patches of `jobWorkflow`'s older paths are implied, so none of them is recorded.
+ */
+async function leanJob({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
+  try {
+    if ((await settle(() => localBookkeeping.startProcessing(actionId, jobId))) === 'cancelled') throw new JobCancelled();
+
+    let assetPath: string | undefined;
+    for (let attempt = 1; assetPath === undefined; attempt++) {
+      try {
+        const toQueue = () => showJob('running', 'provider_running');
+        if (route) {
+          assetPath = await renderRouted(actionId, route, providerRetry, { jobId, inline: Boolean(route.inline), toQueue });
+        } else {
+          toQueue();
+          assetPath = await provider.generateAsset(actionId, jobId);
+        }
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        if (jobEnded(err)) throw new JobCancelled();
+        const failure = classify(err);
+        if (failure.retryable && attempt < maxAttempts) {
+          const delay = backoffMs * 2 ** (attempt - 1);
+          showJob('retry_scheduled', 'provider_reserved');
+          const moved = await settle(() => localBookkeeping.moveJob(jobId, {
+            status: 'retry_scheduled', phase: 'provider_reserved', nextAttemptInMs: delay, retryable: true, errorCode: failure.code, errorMessage: failure.message,
+          }));
+          if (moved === 'cancelled') throw new JobCancelled();
+          await sleep(delay);
+          continue;
+        }
+        const status = failure.retryable ? 'dead_letter' : 'failed';
+        await stopProviderTask(actionId, route);
+        await settle(() => localBookkeeping.failAction(actionId, failure.message, { jobId, status, errorCode: failure.code, retryable: failure.retryable }));
+        showJob(status, 'failed');
+        await announceOutcome(actionId, 'failed', 'local');
+        return { status, error: failure.message };
+      }
+    }
+
+    const { outcome, plan } = await settle(() => localBookkeeping.completeJob(actionId, assetPath!, jobId));
+    if (outcome === 'cancelled') throw new JobCancelled();
+    if (plan && plan.deliveries.length > 0) {
+      showJob('succeeded', 'postprocessing');
+      await startDeliveries(actionId, plan);
+      await settle(() => localBookkeeping.finishJobPostprocessing(jobId));
+    }
+    showJob('succeeded', 'completed');
+    return { status: 'succeeded', assetPath: assetPath! };
+  } catch (err) {
+    if (!(err instanceof JobCancelled) && !isCancellation(err)) throw err;
+    await stopProviderTask(actionId, route);
+    await settle(() => localBookkeeping.cancelJob(jobId, actionId));
+    showJob('cancelled', 'failed');
+    return { status: 'cancelled' };
+  }
+}
+
+/** The job between the `fused-steps` and `lean-job` patches: three steps on the happy path, the render the only activity task. */
 async function fusedJob({ jobId, actionId, maxAttempts, backoffMs, provider: route }: JobInput): Promise<JobOutcome> {
   try {
     if ((await settle(() => localBookkeeping.startProcessing(actionId, jobId))) === 'cancelled') throw new JobCancelled();

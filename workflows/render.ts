@@ -21,9 +21,20 @@ import { FAILURE_TYPES, ProviderRoute, TIMEOUTS } from '../src/temporal/contract
 export async function renderAsset(
   actionId: number, route: ProviderRoute | undefined, retry: RetryPolicy, unrouted: Activities['generateAsset'], jobId?: string,
 ): Promise<string> {
-  const render = (generateAsset: Activities['generateAsset']) => (jobId === undefined ? generateAsset(actionId) : generateAsset(actionId, jobId));
-  if (!route || !patched('provider-routing')) return render(unrouted);
-  if (route.inline && patched('inline-render')) {
+  if (!route || !patched('provider-routing')) return jobId === undefined ? unrouted(actionId) : unrouted(actionId, jobId);
+  return renderRouted(actionId, route, retry, { jobId, inline: Boolean(route.inline) && patched('inline-render') });
+}
+
+/**
+ * The render of a routed workflow: in-process when `inline` (its route's renderer is the worker's own, since
+ * `inline-render`), else, or when that renderer has no room, on its provider's queue; `toQueue` is called just
+ * before the render takes the queue (the workflow task then ends: what the workflow shows meanwhile).
+ */
+export async function renderRouted(
+  actionId: number, route: ProviderRoute, retry: RetryPolicy, options: { jobId?: string; inline: boolean; toQueue?: () => void },
+): Promise<string> {
+  const { jobId } = options;
+  if (options.inline) {
     // Named here, from the workflow's seeded randomness: a workflow task lost with its worker chooses the same name
     // when it runs again, so the repeated render replaces the lost one's result rather than lying beside it.
     const resultName = uuid4().replace(/-/g, '');
@@ -35,8 +46,9 @@ export async function renderAsset(
       if (!(cause instanceof ApplicationFailure && cause.type === FAILURE_TYPES.rendererBusy)) throw err;
     }
   }
+  options.toQueue?.();
   const provider = proxyActivities<Activities>({ ...TIMEOUTS.provider, ...TIMEOUTS.providerQueue, taskQueue: route.taskQueue, retry });
-  if (route.pollSeconds === undefined) return render(provider.generateAsset);
+  if (route.pollSeconds === undefined) return jobId === undefined ? provider.generateAsset(actionId) : provider.generateAsset(actionId, jobId);
   const deadline = Date.now() + TIMEOUTS.videoRenderMs;
   try {
     for (;;) {

@@ -11,7 +11,7 @@ import { sqlRow } from '../db/sql';
 import { chargeParts, countCharged, settleHold } from '../billing/sparks';
 import { afterCommit } from '../db/after-commit';
 import { actionsTotal } from '../metrics/registry';
-import { closeJobOfAction, jobHasEnded, moveJobRecord } from '../jobs/lifecycle';
+import { closeJobOfAction, countJobMove, jobHasEnded, type JobMove, jobMovePart, moveJobRecord } from '../jobs/lifecycle';
 
 type OpenStatus = 'pending' | 'processing';
 export const OPEN_ACTION_STATUSES: readonly OpenStatus[] = ['pending', 'processing'];
@@ -154,32 +154,45 @@ export interface JobFailure { jobId: string; status: 'failed' | 'dead_letter'; e
  * action was cancelled or failed.
  */
 export async function startAction(m: EntityManager, actionId: number): Promise<StartOutcome> {
-  // One statement (its own transaction when the caller has none): the action, then its card, in the house order.
-  const moved = await sqlRow(m,
-    `WITH moved AS (
-       UPDATE actions SET status = 'processing', start_state = 'started', started_at = now(), updated_at = now()
-        WHERE id = $1 AND status = 'pending' RETURNING card_id
-     ), card AS (
-       UPDATE cards c SET status = 'processing', updated_at = now() FROM moved WHERE c.id = moved.card_id AND c.active_action_id IS NULL
-     )
-     SELECT count(*)::int AS n FROM moved`, [actionId]);
-  if (moved!.n > 0) return 'started';
+  return startWithJob(m, actionId);
+}
+
+/** A v2 job's first move: from queued to claimed/routing, as its action starts. */
+const CLAIMED: JobMove = { status: 'claimed', phase: 'routing', from: ['queued'] };
+
+/**
+ * Starts the action (as `startAction`) and moves its v2 job, if given, from queued to claimed/routing, in one
+ * statement (its own transaction when the caller has none): the action, then its card and its job, in the house
+ * order. `cancelled` when either was ended first. A repeat of the step (a workflow task lost after it, mid-render)
+ * finds the job past routing and leaves it.
+ */
+export async function startWithJob(m: EntityManager, actionId: number, jobId?: string): Promise<StartOutcome> {
+  const statement = new CompoundStatement();
+  statement.with('moved', `UPDATE actions SET status = 'processing', start_state = 'started', started_at = now(), updated_at = now()
+      WHERE id = ${statement.param(actionId)} AND status = 'pending' RETURNING card_id`);
+  statement.with('card', 'UPDATE cards c SET status = \'processing\', updated_at = now() FROM moved WHERE c.id = moved.card_id AND c.active_action_id IS NULL RETURNING c.id');
+  if (jobId) statement.with('job', jobMovePart(statement, jobId, CLAIMED, 'EXISTS (SELECT 1 FROM moved)'));
+  // Read in the house order (the action, its card, its job): each part runs when it is first read.
+  const moved = await sqlRow(m, statement.text(`SELECT (SELECT count(*)::int FROM moved) AS n${jobId ? ', (SELECT count(*) FROM card) AS cards, (SELECT count(*)::int FROM job) AS job' : ''}`), statement.values);
+  if (moved!.n > 0) return !jobId || moved!.job > 0 || !(await jobHasEnded(m, jobId)) ? 'started' : 'cancelled';
   const current = await sqlRow(m, 'SELECT status FROM actions WHERE id = $1', [actionId]);
   if (!current) throw new Error(`action ${actionId} not found`);
   // A retried start finds it processing: go on. Completed: go on, as above. Cancelled or failed (closed by a cancel,
   // the API or the reconciler): stop, so nothing is rendered for free.
   if (current.status === 'completed') return 'completed';
-  return current.status === 'processing' ? 'started' : 'cancelled';
+  if (current.status !== 'processing') return 'cancelled';
+  if (!jobId || (await moveJobRecord(m, jobId, CLAIMED))) return 'started';
+  return (await jobHasEnded(m, jobId)) ? 'cancelled' : 'started';
 }
 
 /**
- * Charges the hold and marks the action completed, in the caller's transaction: the card's active version moves to
- * it, and the job, if given, to succeeded/postprocessing. Answers `cancelled` when the hold was released meanwhile
+ * Charges the hold and marks the action completed, in the caller's transaction (or in one statement of its own): the
+ * card's active version moves to it, and the job, if given, to succeeded/postprocessing. Answers `cancelled` when the hold was released meanwhile
  * (a cancel, or a start the API gave up on), closing the action as such.
  */
 export async function completeRendered(m: EntityManager, actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
   // One statement (its own transaction when the caller has none): the hold charged first (what every settlement of
-  // the action locks first), then the account and the ledger, the action, its card.
+  // the action locks first), then the account and the ledger, the action, its card, its job.
   const statement = new CompoundStatement();
   const action = statement.param(actionId);
   chargeParts(statement, action);
@@ -190,12 +203,18 @@ export async function completeRendered(m: EntityManager, actionId: number, asset
             active_action_id = CASE WHEN c.active_action_id IS NULL
                                       OR (SELECT (x.created_at, x.id) FROM actions x WHERE x.id = c.active_action_id) < (done.created_at, ${action}::int)
                                     THEN ${action}::int ELSE c.active_action_id END
-       FROM done WHERE c.id = done.card_id`);
-  const row = await sqlRow(m, statement.text('SELECT (SELECT amount FROM charged) AS amount, done.product, done.provider FROM (SELECT 1) one LEFT JOIN done ON true'),
-    statement.values);
+       FROM done WHERE c.id = done.card_id RETURNING c.id`);
+  // The job after its action (the move's condition reads `done`) and its card (read before it, below).
+  if (jobId) statement.with('job', jobMovePart(statement, jobId, SUCCEEDED, 'EXISTS (SELECT 1 FROM done)'));
+  const row = await sqlRow(m, statement.text(`SELECT (SELECT amount FROM charged) AS amount, done.product, done.provider${jobId ? ', (SELECT count(*) FROM card) AS cards, (SELECT type FROM job) AS job_type' : ''}
+      FROM (SELECT 1) one LEFT JOIN done ON true`), statement.values);
   if (row?.amount !== null && row?.amount !== undefined) {
     countCharged(m, row.product, row.amount);
     if (row.product) afterCommit(m, () => actionsTotal.inc({ product: row.product, provider: row.provider ?? 'none', outcome: 'completed' }));
+    if (!jobId || row.job_type) {
+      if (jobId) countJobMove(m, { type: row.job_type }, SUCCEEDED);
+      return 'completed';
+    }
   } else {
     // Charged by an earlier attempt, or released meanwhile (cancelled, or failed by the API when the start looked
     // lost): then close it as such, in a transaction of its own unless the caller has one.
@@ -206,9 +225,12 @@ export async function completeRendered(m: EntityManager, actionId: number, asset
     };
     if (await (m.queryRunner?.isTransactionActive ? closeIfReleased(m) : m.transaction(closeIfReleased))) return 'cancelled';
   }
-  if (jobId) await moveJobRecord(m, jobId, { status: 'succeeded', phase: 'postprocessing', retryable: false });
+  if (jobId) await moveJobRecord(m, jobId, SUCCEEDED); // charged by an earlier attempt, or its job moved apart
   return 'completed';
 }
+
+/** A v2 job's move as its action is charged and completed. */
+const SUCCEEDED: JobMove = { status: 'succeeded', phase: 'postprocessing', retryable: false };
 
 /** How a closed action ended, as its row records it (in the caller's transaction). */
 export async function recordedEnd(m: EntityManager, actionId: number): Promise<ActionEnd> {
@@ -217,17 +239,6 @@ export async function recordedEnd(m: EntityManager, actionId: number): Promise<A
   if (action?.status === 'failed') return { status: 'failed', error: action.error_message ?? 'Generation failed' };
   if (action?.status === 'cancelled') return { status: 'cancelled' };
   throw new Error(`action ${actionId} is not closed (${action?.status ?? 'missing'})`);
-}
-
-/**
- * Starts the action and moves its v2 job, if given, from queued to claimed/routing: `cancelled` when either was ended
- * first. A repeat of the step (a workflow task lost after it, mid-render) finds the job past routing and leaves it.
- */
-export async function startWithJob(m: EntityManager, actionId: number, jobId?: string): Promise<StartOutcome> {
-  const started = await startAction(m, actionId);
-  if (started !== 'started' || !jobId) return started;
-  if (await moveJobRecord(m, jobId, { status: 'claimed', phase: 'routing', from: ['queued'] })) return 'started';
-  return (await jobHasEnded(m, jobId)) ? 'cancelled' : 'started';
 }
 
 /**
@@ -275,9 +286,24 @@ export async function providerTaskOf(m: EntityManager, actionId: number): Promis
   return (await sqlRow(m, 'SELECT provider_task_id FROM actions WHERE id = $1', [actionId]))?.provider_task_id ?? null;
 }
 
-/** Records that the action's results are stored with thumbnails (each one before its result). */
-export async function markThumbnailed(m: EntityManager, actionId: number): Promise<void> {
-  await m.query('UPDATE actions SET has_thumbnail = true WHERE id = $1 AND NOT has_thumbnail', [actionId]);
+/**
+ * As a render's result is about to be stored: records that the action's results are stored with thumbnails (when
+ * this one's was: each thumbnail is stored before its result) and makes its v2 job's move, if given (`finalizing`),
+ * in one statement, the action's row locked first (the house order). Answers false when the job had already ended
+ * (cancelled meanwhile: it is left as it is), true otherwise.
+ */
+export async function recordStoring(m: EntityManager, actionId: number, thumbnailed: boolean, job?: { jobId: string; move: JobMove }): Promise<boolean> {
+  if (!thumbnailed && !job) return true;
+  const statement = new CompoundStatement();
+  const action = statement.param(actionId);
+  statement.with('locked', `SELECT id FROM actions WHERE id = ${action} FOR NO KEY UPDATE`);
+  if (thumbnailed) statement.with('thumb', `UPDATE actions SET has_thumbnail = true WHERE id = ${action} AND NOT has_thumbnail AND EXISTS (SELECT 1 FROM locked) RETURNING id`);
+  if (job) statement.with('job', jobMovePart(statement, job.jobId, job.move, 'EXISTS (SELECT 1 FROM locked)'));
+  const row = await sqlRow(m, statement.text(`SELECT (SELECT count(*) FROM locked) AS locked${thumbnailed ? ', (SELECT count(*) FROM thumb) AS thumbs' : ''}${job ? ', (SELECT type FROM job) AS job_type' : ''}`),
+    statement.values);
+  if (!job) return true;
+  countJobMove(m, row?.job_type ? { type: row.job_type } : undefined, job.move);
+  return Boolean(row?.job_type);
 }
 
 /** The provider's percent for live progress; a change adds an action event (migration ActionEvents). */

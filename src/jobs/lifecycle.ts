@@ -63,30 +63,51 @@ export interface JobMove {
   from?: JobStatus[];
 }
 
+/** The UPDATE of one conditional move of a job; `$job` and `$n` placeholders are the caller's (see the two uses below). */
+function jobMoveSql(job: string, values: (value: unknown) => string, move: JobMove, also: string): string {
+  return `UPDATE jobs SET status = ${values(move.status)}, phase = ${values(move.phase)},
+            attempts = attempts + CASE WHEN ${values(move.attempt ?? false)} THEN 1 ELSE 0 END,
+            next_attempt_at = CASE WHEN ${values(move.nextAttemptInMs ?? null)}::int IS NULL THEN NULL ELSE now() + make_interval(secs => ${values(move.nextAttemptInMs ?? null)}::int / 1000.0) END,
+            retryable = COALESCE(${values(move.retryable ?? null)}, retryable), error_code = ${values(move.errorCode ?? null)}, error_message = ${values(move.errorMessage ?? null)},
+            started_at = COALESCE(started_at, CASE WHEN ${values(move.status)} IN ('claimed', 'running') THEN now() END),
+            completed_at = CASE WHEN ${values(move.status)} IN ('succeeded', 'failed', 'dead_letter', 'cancelled') THEN now() ELSE completed_at END,
+            updated_at = now()
+      WHERE id = ${job}::uuid AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled') AND (${values(move.from ?? null)}::text[] IS NULL OR status = ANY(${values(move.from ?? null)}))
+        AND ${also}
+      RETURNING id, type`;
+}
+
+/** Counts a job that ended by `move` (its `type`) into the jobs metric, once its transaction commits. */
+function countEnded(m: EntityManager, moved: { type: string } | undefined, move: JobMove): void {
+  if (moved && (TERMINAL_JOB_STATUSES as readonly string[]).includes(move.status)) afterCommit(m, () => jobsTotal.inc({ type: moved.type, outcome: move.status }));
+}
+
 /**
  * Moves a live job (in the caller's transaction, or alone); answers false when the job is already terminal
  * (cancelled by the API, or ended by an earlier run of the same step), or not in one of the `from` statuses when
  * they are given; it is then left as it is.
  */
 export async function moveJobRecord(m: EntityManager, jobId: string, move: JobMove): Promise<boolean> {
-  const moved = await sqlRow(m,
-    `${ACTION_OF_JOB_LOCKED}
-     UPDATE jobs SET status = $2, phase = $3,
-            attempts = attempts + CASE WHEN $4 THEN 1 ELSE 0 END,
-            next_attempt_at = CASE WHEN $5::int IS NULL THEN NULL ELSE now() + make_interval(secs => $5::int / 1000.0) END,
-            retryable = COALESCE($6, retryable), error_code = $7, error_message = $8,
-            started_at = COALESCE(started_at, CASE WHEN $2 IN ('claimed', 'running') THEN now() END),
-            completed_at = CASE WHEN $2 IN ('succeeded', 'failed', 'dead_letter', 'cancelled') THEN now() ELSE completed_at END,
-            updated_at = now()
-      WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'dead_letter', 'cancelled') AND ($9::text[] IS NULL OR status = ANY($9))
-        AND ${ACTION_OF_JOB_IS_LOCKED}
-      RETURNING id, type`,
-    [jobId, move.status, move.phase, move.attempt ?? false, move.nextAttemptInMs ?? null, move.retryable ?? null,
-      move.errorCode ?? null, move.errorMessage ?? null, move.from ?? null]);
-  if (moved && (TERMINAL_JOB_STATUSES as readonly string[]).includes(move.status)) {
-    afterCommit(m, () => jobsTotal.inc({ type: moved.type, outcome: move.status }));
-  }
+  const values: unknown[] = [jobId];
+  const param = (value: unknown) => `$${values.push(value)}`;
+  const moved = await sqlRow<{ type: string }>(m, `${ACTION_OF_JOB_LOCKED}\n     ${jobMoveSql('$1', param, move, ACTION_OF_JOB_IS_LOCKED)}`, values);
+  countEnded(m, moved, move);
   return Boolean(moved);
+}
+
+/**
+ * The part of another step's statement (src/db/statement.ts) that moves its job as moveJobRecord does, only when
+ * `when` holds: a condition on the statement's earlier parts that have locked the job's action (the house order:
+ * hold, action, card, job), and that orders the move after them. Its row (`id`, `type`) when the job moved; count an
+ * end with `countJobMove` once the statement has run.
+ */
+export function jobMovePart(statement: CompoundStatement, jobId: string, move: JobMove, when: string): string {
+  return jobMoveSql(statement.param(jobId), (value) => statement.param(value), move, when);
+}
+
+/** Counts what a `jobMovePart` moved (its row, if any) into the jobs metric when the move ended the job. */
+export function countJobMove(m: EntityManager, moved: { type: string } | undefined, move: JobMove): void {
+  countEnded(m, moved, move);
 }
 
 /** The job's provider attempts so far (the running one included). */
