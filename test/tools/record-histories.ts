@@ -91,9 +91,9 @@ async function recordHousekeeping(stack: Stack): Promise<void> {
 }
 
 /**
- * A catalogue batch (v10): three photos under a ceiling of two, with an ad-hoc webhook_url, continuing as new after
- * each item (the first run's history holds an accept, a child job and the continue-as-new; the last run's the budget
- * stop, the end and its batch.failed delivery).
+ * A catalogue batch (v10; v11 after `accept-starts-items`): three photos under a ceiling of two, with an ad-hoc
+ * webhook_url, continuing as new after each item (the first run's history holds an accept, its job (a child in v10)
+ * and the continue-as-new; the last run's the budget stop, the end and its batch.failed delivery).
  */
 async function recordBatch(stack: Stack, input: string): Promise<void> {
   const { accountId, keyId } = await newAccount(stack.db, 100);
@@ -215,8 +215,23 @@ async function main(): Promise<void> {
     // workflows did not change, plus the job endings; v5 again after `settled-render`), `actions` (the action
     // workflow's scenarios only: v6 after `visible-steps`, v7 after `outcome-plans`), `inline` (v8, after
     // `inline-render`: as `fused`, plus a job rendered in-process by the local renderer and a photo the renderer had
-    // no room for; `busy` records that photo alone), `batch` (v10: the batch workflow).
+    // no room for; `busy` records that photo alone), `batch` (v10: the batch workflow), `lean` (v11: the job workflow
+    // after `lean-job`, every job scenario, and the batch workflow after `accept-starts-items`).
     const only = process.env.HISTORY_ONLY;
+    if (only === 'lean') {
+      const input = `inputs/record-${Date.now()}.jpg`;
+      await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
+      await recordJobEndings(input);
+      await recordJob(stack, 'succeeded-in-process', input);
+      for (const [name, failures] of [['succeeded', []], ['retried-then-succeeded', [new ProviderError('upstream 503', 'unavailable', true)]]] as const) {
+        const jobs = await startStack({ provider: new ScriptedProvider([...failures]), jobRetryBackoffMs: 200 });
+        await recordJob(jobs, name, input);
+        await jobs.stop();
+      }
+      await recordBatch(stack, input);
+      await stack.stop();
+      return;
+    }
     if (only && only !== 'fused' && only !== 'actions' && only !== 'inline') {
       const input = `inputs/record-${Date.now()}.jpg`;
       await stack.store.put(input, Buffer.from(await jpegBase64(), 'base64'));
