@@ -77,9 +77,15 @@ export async function measureBatch(ctx: ServiceContext, figures: Figures): Promi
     recordCpu(figures, 'svc.batch', cpu, succeeded);
     recordValue(figures, 'svc.batch_rss', peakRss - idleRss);
 
-    let longest = 0;
-    for await (const run of temporal.workflow.list({ query: `WorkflowId = '${batchWorkflowId(batch.id)}'` })) longest = Math.max(longest, run.historyLength);
-    recordValue(figures, 'svc.batch_history', longest);
+    // Visibility follows the runs' ends a moment later: read once every run shows closed with its length.
+    const runs = await eventually(async () => {
+      const listed: { closed: boolean; events: number }[] = [];
+      for await (const run of temporal.workflow.list({ query: `WorkflowId = '${batchWorkflowId(batch.id)}'` })) {
+        listed.push({ closed: run.status.name !== 'RUNNING', events: run.historyLength });
+      }
+      return listed;
+    }, (listed) => listed.length > 0 && listed.every((run) => run.closed && run.events > 0), 30_000, 200);
+    recordValue(figures, 'svc.batch_history', Math.max(...runs.map((run) => run.events)));
   } finally {
     await connection?.close();
     await Promise.all([worker.stop(), interactive.stop()]);

@@ -188,9 +188,10 @@ export async function takeBatchStep(
   const released = new Set(seen.ended.filter((e) => e.released).map((e) => e.position));
   const spent = cursor.spent - cursor.inFlight.filter((item) => released.has(item.position)).reduce((sum, item) => sum + item.price, 0);
   const taken = await acceptPage(services, batch, cursor.after, room, spent, step);
+  // Each job's first task to this worker with its start (eager: the step runs in a worker of the batch queue).
   await Promise.all(taken.accepted.map((item) => startJobWorkflow(services.temporal, services.config, {
     jobId: item.job.jobId, type: item.type, actionId: item.job.actionId, accountId: item.accountId, provider: item.job.provider, batchId,
-  })));
+  }, { eager: true })));
   return {
     ended: seen.ended, accepted: taken.accepted.map(({ position, price }) => ({ position, price })), lastPosition: taken.lastPosition,
     done: taken.done, ...(taken.stop ? { stop: taken.stop } : {}),

@@ -53,14 +53,16 @@ export async function startActionWorkflow(
 
 /**
  * Starts the workflow of a v2 job (`job-<uuid>`), which runs its action; a batch's item (`batchId`) on the batch
- * queue, at the batch's priority.
+ * queue, at the batch's priority. `eager`: the client is a worker's of the job's queue (a batch's step, which runs
+ * in a worker of the batch queue), asked to take the job's first task with the start (src/temporal/client.ts).
  */
 export async function startJobWorkflow(
   client: Client, config: { taskQueue: string; jobMaxAttempts: number; jobRetryBackoffMs: number },
-  job: { jobId: string; type: JobType; actionId: number; accountId: number; provider?: ProviderRoute; batchId?: string },
+  job: { jobId: string; type: JobType; actionId: number; accountId: number; provider?: ProviderRoute; batchId?: string }, options: { eager?: boolean } = {},
 ): Promise<void> {
   await startOnce(client, 'jobWorkflow', {
     ...(job.batchId ? { taskQueue: batchTaskQueue(config.taskQueue), priority: batchPriority(job.accountId) } : { taskQueue: config.taskQueue }),
+    ...(options.eager ? { requestEagerStart: true } : {}),
     workflowId: jobWorkflowId(job.jobId),
     args: [{
       jobId: job.jobId, actionId: job.actionId, maxAttempts: config.jobMaxAttempts, backoffMs: config.jobRetryBackoffMs,
