@@ -84,7 +84,10 @@ async function main(mode: Mode): Promise<void> {
   if (config.workerQueues && queues && !queues.providers.includes(SANDBOX_PROVIDER)) {
     log.warn('this worker does not serve the sandbox queue (WORKER_QUEUES has no "sandbox"): sandbox keys\' videos need a worker that does', { workerQueues: config.workerQueues });
   }
-  if (queues && !queues.main && !queues.batch) log.warn('this worker serves no workflows (WORKER_QUEUES has no "main"): at least one worker process must', { providerQueues: queues.providers });
+  if (queues && !queues.main && !queues.batch) log.warn('this worker serves no workflows (WORKER_QUEUES has neither "main" nor "batch"): at least one worker process must serve each', { providerQueues: queues.providers });
+  if (config.workerQueues && queues && !queues.batch) {
+    log.warn('this worker does not serve the batch queue (WORKER_QUEUES has no "batch"): catalogue batches need a worker process that does', { workerQueues: config.workerQueues });
+  }
   // The SDK's runtime is installed before anything uses it, so that its worker metrics are exported (loopback only).
   const sdkMetricsAddress = mode !== 'api' && config.metricsPort !== undefined && config.temporalMetricsPort !== undefined
     ? `127.0.0.1:${config.temporalMetricsPort}` : undefined;

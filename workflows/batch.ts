@@ -18,10 +18,10 @@
  * work, fairly among accounts (`batchPriority`).
  */
 import {
-  log, condition, continueAsNew, ParentClosePolicy, patched, proxyActivities, proxyLocalActivities, startChild, workflowInfo, WorkflowIdReusePolicy,
+  log, condition, continueAsNew, makeContinueAsNewFunc, ParentClosePolicy, patched, proxyActivities, proxyLocalActivities, startChild, workflowInfo, WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { type AcceptedItem, type BatchInput, type BatchOutcome, type ItemInFlight, jobWorkflowId, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
+import { type AcceptedItem, type BatchInput, type BatchOutcome, batchTaskQueue, type ItemInFlight, jobWorkflowId, SEARCH_ATTRIBUTES, TIMEOUTS } from '../src/temporal/contract';
 import { jobWorkflow } from './job';
 import { announceBatch } from './outcome-deliveries';
 
@@ -36,6 +36,11 @@ export async function batchWorkflow(input: BatchInput): Promise<BatchOutcome> {
 async function stepsRun({ batchId, cursor, itemsPerRun }: BatchInput): Promise<BatchOutcome> {
   let { after, spent } = cursor ?? { after: 0, spent: 0 };
   let inFlight: ItemInFlight[] = cursor?.inFlight ?? [];
+  // A run continued from one that started before the patch (its cursor has no items in flight: it waited for them)
+  // is on the main queue, where such batches started: it moves to the batch queue before it takes a step.
+  if (cursor && cursor.inFlight === undefined) {
+    await makeContinueAsNewFunc<typeof batchWorkflow>({ taskQueue: batchTaskQueue(workflowInfo().taskQueue) })({ batchId, cursor: { after, spent, inFlight }, itemsPerRun });
+  }
   if (!cursor && !(await bookkeeping.startBatch(batchId)).run) return end(batchId, 'cancelled');
 
   /** Items seen ended leave the window; a released hold gives its price back to the budget. */

@@ -191,8 +191,10 @@ export async function startWithJob(m: EntityManager, actionId: number, jobId?: s
  * (a cancel, or a start the API gave up on), closing the action as such.
  */
 export async function completeRendered(m: EntityManager, actionId: number, assetPath: string, jobId?: string): Promise<CompleteOutcome> {
-  // One statement (its own transaction when the caller has none): the hold charged first (what every settlement of
-  // the action locks first), then the account and the ledger, the action, its card, its job.
+  // One statement (its own transaction when the caller has none). A part runs when the statement first reads it, the
+  // parts nothing reads at its end: the hold charged first (what every settlement of the action locks first; `done`
+  // reads it), the action (the FROM clause), its card and its job (read in that order by the select list), then the
+  // ledger row and the account's balance.
   const statement = new CompoundStatement();
   const action = statement.param(actionId);
   chargeParts(statement, action);

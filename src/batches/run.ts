@@ -147,20 +147,21 @@ async function waitForEnded(
   const sleep = step.sleep ?? pause;
   const positions = inFlight.map((item) => item.position);
   const until = Date.now() + STEP_WAIT_MS;
-  for (let wait = FIRST_LOOK_MS; ;) {
-    const seen = await endedItems(services.db.manager, batchId, positions);
-    if (enough(seen.ended.length, seen.status) || Date.now() + wait > until) return seen;
+  let seen = await endedItems(services.db.manager, batchId, positions);
+  for (let wait = FIRST_LOOK_MS; !enough(seen.ended.length, seen.status) && Date.now() + wait <= until;) {
     step.progress?.();
     await sleep(wait);
     const again = await endedItems(services.db.manager, batchId, positions);
-    if (enough(again.ended.length, again.status) || Date.now() + wait > until) return again;
     wait = again.ended.length > seen.ended.length ? FIRST_LOOK_MS : Math.min(wait * 2, LAST_LOOK_MS);
+    seen = again;
   }
+  return seen;
 }
 
 /**
  * A batch's step since `accept-starts-items`: waits until its window has room for a page of items (ACCEPT_PAGE, or
- * the whole window when it is smaller) besides the `inFlight` ones that have not ended, then accepts its next items
+ * half the window when that is less; whatever room there is after STEP_WAIT_MS) besides the `inFlight` ones that have
+ * not ended, then accepts its next items
  * after `after`, in order, within the budget (`spent`, less what ended items released), and starts their jobs on
  * the batch's queue: ordinary v2 jobs, not its children, so that their starts and ends are no events of the
  * batch's history (docs/design.md, "Catalogue batches"). A retried step answers the items an earlier try accepted
@@ -179,12 +180,14 @@ export async function takeBatchStep(
   }
   const window = await windowOf(db.manager, batch, services.batchLimits);
   const page = Math.max(1, Math.min(ACCEPT_PAGE, window, cursor.most ?? Infinity));
+  // Room for a page, or for half the window when that is less (a small window is never held up by its slowest item).
+  const enoughRoom = Math.min(page, Math.ceil(window / 2));
   const seen = cursor.inFlight.length === 0
     ? { status: batch.status, ended: [] }
-    : await waitForEnded(services, batchId, cursor.inFlight, (ended, status) => status !== 'running' || cursor.inFlight.length - ended + page <= window, step);
+    : await waitForEnded(services, batchId, cursor.inFlight, (ended, status) => status !== 'running' || cursor.inFlight.length - ended + enoughRoom <= window, step);
   if (seen.status !== 'running') return { ...idle, ended: seen.ended, stop: 'cancelled' };
   const room = Math.min(window - (cursor.inFlight.length - seen.ended.length), page);
-  if (room < page) return { ...idle, ended: seen.ended }; // waited long enough: the workflow asks again
+  if (room < 1) return { ...idle, ended: seen.ended }; // waited long enough: the workflow asks again
   const released = new Set(seen.ended.filter((e) => e.released).map((e) => e.position));
   const spent = cursor.spent - cursor.inFlight.filter((item) => released.has(item.position)).reduce((sum, item) => sum + item.price, 0);
   const taken = await acceptPage(services, batch, cursor.after, room, spent, step);

@@ -182,6 +182,28 @@ describe('v2 catalogue batches', function () {
       await assertMoneyConsistent(stack.db, accountId);
     });
 
+    it('a run continued from one that started its items as children (on the main queue) moves to the batch queue and takes steps there', async () => {
+      const { accountId, keyId } = await newAccount(stack.db, 100);
+      const batchId = randomUUID();
+      const request = { images: [{ data: image }], product_name: 'Vase', category_id: 'home', resolution: '1K', photo_style: 'classic', aspect_ratio: '3:4' };
+      await createBatch(stack.db, {
+        id: batchId, accountId, keyId, maxSparks: null, webhookUrl: null, itemEvents: false, clientGroupId: null, acceptLanguage: null, sandboxScenario: null,
+        items: [1, 2, 3].map((position) => ({ position, external_id: `o${position}`, type: 'photo' as const, request, price: 5, status: 'pending' as const })),
+      }, undefined, { status: 202, body: {} });
+      await stack.db.query(`UPDATE batches SET status = 'running', started_at = now() WHERE id = $1`, [batchId]);
+      // What an older run's continue-as-new starts: its cursor, without items in flight, on the queue it ran on.
+      const handle = await stack.temporal.workflow.start('batchWorkflow', {
+        taskQueue: stack.taskQueue, workflowId: batchWorkflowId(batchId), args: [{ batchId, cursor: { after: 0, spent: 0 } }],
+      });
+      assert.equal((await handle.result()).status, 'completed');
+      const last = await stack.temporal.workflow.getHandle(batchWorkflowId(batchId)).describe();
+      assert.notEqual(last.runId, handle.firstExecutionRunId, 'it continued as new');
+      assert.equal(last.taskQueue, batchTaskQueue(stack.taskQueue));
+      const items = await stack.db.query(`SELECT count(*)::int AS n FROM batch_items i JOIN jobs j ON j.id = i.job_id WHERE i.batch_id = $1 AND j.status = 'succeeded'`, [batchId]);
+      assert.equal(items[0].n, 3);
+      await assertMoneyConsistent(stack.db, accountId);
+    });
+
     it('stops at the balance without a ceiling, answers a repeated Idempotency-Key with the same batch, and never accepts an item twice', async () => {
       const { accountId, apiKey } = await newAccount(stack.db, 12);
       const call = apiClient(stack.baseUrl, apiKey);
