@@ -19,6 +19,7 @@ import { requestId } from './middleware/request-id';
 import { traceRequest } from './middleware/trace-request';
 import { tracingOn } from '../src/telemetry/spans';
 import { requestMetrics } from './middleware/request-metrics';
+import { countInteractiveDemand } from './middleware/interactive-demand';
 import { buildOpenApiDocument } from './openapi';
 import { bodyLimit, type Route, type RouteGroup, V1_PREFIX, V2_PREFIX } from './route';
 import { analyzeRoutes } from './routes/analyze';
@@ -143,6 +144,7 @@ export function createApp(services: ApiServices): Koa {
     log.warn('answer ended early', { requestId: ctx?.state.requestId, path: ctx?.path, error: err.message });
   });
   app.use(requestMetrics(groups.map((g) => g.prefix ?? '')));
+  if (services.interactiveDemand) app.use(countInteractiveDemand(services.interactiveDemand, [`${V2_PREFIX}/batches`]));
   app.use(unreadBodyDeadline(bodyIdleMs));
   app.use(requestId());
   if (tracingOn()) app.use(traceRequest()); // outside errorHandler: the span ends with the status answered

@@ -31,6 +31,7 @@ import { connectWorker, createProviderWorkers, createWorker, installRuntime, wor
 import { registerDatabaseGauges } from '../src/metrics/database-gauges';
 import { MetricsServer, startMetricsServer } from '../src/metrics/server';
 import { type LinkMailer, linkMailer } from '../src/users/link-mail';
+import { InteractiveDemandMeter, publishInteractiveDemand } from '../src/batches/interactive-demand';
 
 type Mode = 'all' | 'api' | 'worker';
 const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
@@ -150,12 +151,17 @@ async function main(mode: Mode): Promise<void> {
   let server: http.Server | undefined;
   let liveEvents: ActionEventHub | undefined;
   let linkMail: LinkMailer | undefined;
+  let stopDemand: (() => Promise<void>) | undefined;
   if (mode !== 'worker') {
     const signer = new UrlSigner(loadSecret(config.assetSigningSecret, config.dataDir, 'asset-signing-secret'), config.publicBaseUrl);
     liveEvents = ActionEventHub.forDataSource(db, config.liveStreams);
     linkMail = linkMailer(config);
+    // Batches yield to the interactive requests of every API process (BATCH_YIELD_AT; src/batches/interactive-demand.ts).
+    const interactiveDemand = config.batchLimits.yieldAt === null ? undefined : new InteractiveDemandMeter();
+    if (interactiveDemand) stopDemand = publishInteractiveDemand(db, interactiveDemand);
     const app = createApp({
       config, db, temporal, store, signer, providers, outbound, secrets, bodyBytesInFlight: new BodyBytesInFlight(config.maxBodyBytesInFlight), liveEvents, linkMail,
+      interactiveDemand,
     });
     server = createApiServer(config, app.callback());
     await new Promise<void>((resolve) => server!.listen(config.port, resolve));
@@ -184,6 +190,7 @@ async function main(mode: Mode): Promise<void> {
     // Every worker drained, not only until the first one failed: `npm start`'s client shares their connection, which
     // closes only once no worker holds it, and the database stays open for the activities still running.
     await Promise.allSettled([closing, ...workerRuns, linkMail?.drain()]);
+    await stopDemand?.();
     await metrics?.close();
     await temporal.connection.close().catch((err) => log.warn('closing the Temporal connection failed', { error: String(err) }));
     await db.destroy().catch(() => undefined);

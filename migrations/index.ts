@@ -24,6 +24,7 @@ import { AccountEvents1732300000023 } from './1732300000023-AccountEvents';
 import { SandboxAccounts1732300000024 } from './1732300000024-SandboxAccounts';
 import { FeedRowsFromEvents1732300000025 } from './1732300000025-FeedRowsFromEvents';
 import { Batches1732300000026 } from './1732300000026-Batches';
+import { InteractiveDemand1732300000027 } from './1732300000027-InteractiveDemand';
 
 /** Every migration, in the order it runs. Add new ones at the end; never edit a released one. */
 export const migrations = [
@@ -49,4 +50,5 @@ export const migrations = [
   SandboxAccounts1732300000024,
   FeedRowsFromEvents1732300000025,
   Batches1732300000026,
+  InteractiveDemand1732300000027,
 ];

@@ -11,8 +11,12 @@ export const DEFAULT_SANDBOX_SPARKS = 1000;
 /** SANDBOX_SLOW_SECONDS when unset: how long the `slow` drill keeps a sandbox render `processing`. */
 export const DEFAULT_SANDBOX_SLOW_SECONDS = 30;
 
-/** BATCH_ITEMS_IN_FLIGHT and BATCH_ACCOUNT_ITEMS_IN_FLIGHT when unset: a batch's items running at once, and an account's batches' together. */
-export const DEFAULT_BATCH_LIMITS = { itemsInFlight: 50, accountItemsInFlight: 100 };
+/**
+ * BATCH_ITEMS_IN_FLIGHT, BATCH_ACCOUNT_ITEMS_IN_FLIGHT and BATCH_YIELD_AT when unset: a batch's items running at
+ * once, an account's batches' together, and the interactive requests in flight (on average, across the API
+ * processes) at which batches yield to them.
+ */
+export const DEFAULT_BATCH_LIMITS = { itemsInFlight: 50, accountItemsInFlight: 100, yieldAt: 2 };
 
 export interface Config {
   port: number;
@@ -57,8 +61,11 @@ export interface Config {
   sandboxSlowSeconds: number;
   /** Provider attempts of a v2 job before it ends in `dead_letter`. */
   jobMaxAttempts: number;
-  /** A batch's items running at once, and the items of an account's running batches together (split among them). */
-  batchLimits: { itemsInFlight: number; accountItemsInFlight: number };
+  /**
+   * A batch's items running at once, the items of an account's running batches together (split among them), and
+   * the interactive demand at which batches yield (`null`: they never do; src/batches/interactive-demand.ts).
+   */
+  batchLimits: { itemsInFlight: number; accountItemsInFlight: number; yieldAt: number | null };
   /** First backoff between a v2 job's attempts (then doubling). */
   jobRetryBackoffMs: number;
   /** The ffmpeg binary of the local renderer; else one on PATH, else the one shipped in node_modules. */
@@ -378,6 +385,8 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
     batchLimits: {
       itemsInFlight: within('BATCH_ITEMS_IN_FLIGHT', int('BATCH_ITEMS_IN_FLIGHT', DEFAULT_BATCH_LIMITS.itemsInFlight), 1, 1000, 'items'),
       accountItemsInFlight: within('BATCH_ACCOUNT_ITEMS_IN_FLIGHT', int('BATCH_ACCOUNT_ITEMS_IN_FLIGHT', DEFAULT_BATCH_LIMITS.accountItemsInFlight), 1, 2000, 'items'),
+      yieldAt: str('BATCH_YIELD_AT') === 'off' ? null
+        : within('BATCH_YIELD_AT', num('BATCH_YIELD_AT', DEFAULT_BATCH_LIMITS.yieldAt), 0.1, 100_000, 'requests in flight'),
     },
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),

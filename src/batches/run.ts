@@ -13,6 +13,7 @@ import { BatchItemNotClaimed, newVersionOf, type NewAction, routeFor, submitActi
 import { readPriceList } from '../billing/pricing';
 import { AppError, ValidationFailed } from '../errors';
 import { databaseAway } from '../db/sql';
+import { readInteractiveDemand } from './interactive-demand';
 import { log } from '../log';
 import { editableSource, generationPreparation, newVideoCard, type CardOrder, type PhotoOrder, type VideoOrder } from '../generation/prepare';
 import type { JobType } from '../jobs/lifecycle';
@@ -34,7 +35,12 @@ export interface BatchRunServices extends SubmitServices {
 /** How a step reports that it lives (an activity's heartbeat) and waits (an activity's cancellable sleep). */
 export interface StepContext { progress?: () => void; attempt?: number; sleep?: (ms: number) => Promise<void> }
 
-export interface BatchLimits { itemsInFlight: number; accountItemsInFlight: number }
+export interface BatchLimits {
+  itemsInFlight: number;
+  accountItemsInFlight: number;
+  /** The interactive demand at which a batch's steps yield (BATCH_YIELD_AT); `null` or left out: they never do. */
+  yieldAt?: number | null;
+}
 
 /** What a batch's workflow learns when it starts: whether to run, and the budget it runs under. */
 export interface BatchStart { run: boolean; maxSparks: number | null }
@@ -133,6 +139,8 @@ const STEP_WAIT_MS = 60_000;
 /** How often a waiting step looks at its items: soon after something ended, then less often while nothing does. */
 const FIRST_LOOK_MS = 100;
 const LAST_LOOK_MS = 2_000;
+/** While a batch yields to interactive requests, it starts at most one item this often (and none while one runs). */
+const YIELDING_PACE_MS = 1_000;
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -142,13 +150,14 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * last look.
  */
 async function waitForEnded(
-  services: Pick<BatchRunServices, 'db'>, batchId: string, inFlight: ItemInFlight[], enough: (ended: number, status?: BatchStatus) => boolean, step: StepContext,
+  services: Pick<BatchRunServices, 'db'>, batchId: string, inFlight: ItemInFlight[],
+  enough: (ended: number, status?: BatchStatus) => boolean | Promise<boolean>, step: StepContext,
 ): Promise<{ status?: BatchStatus; ended: { position: number; released: boolean }[] }> {
   const sleep = step.sleep ?? pause;
   const positions = inFlight.map((item) => item.position);
   const until = Date.now() + STEP_WAIT_MS;
   let seen = await endedItems(services.db.manager, batchId, positions);
-  for (let wait = FIRST_LOOK_MS; !enough(seen.ended.length, seen.status) && Date.now() + wait <= until;) {
+  for (let wait = FIRST_LOOK_MS; !(await enough(seen.ended.length, seen.status)) && Date.now() + wait <= until;) {
     step.progress?.();
     await sleep(wait);
     const again = await endedItems(services.db.manager, batchId, positions);
@@ -161,7 +170,9 @@ async function waitForEnded(
 /**
  * A batch's step since `accept-starts-items`: waits until its window has room for a page of items (ACCEPT_PAGE, or
  * half the window when that is less; whatever room there is after STEP_WAIT_MS) besides the `inFlight` ones that have
- * not ended, then accepts its next items
+ * not ended (while the API's interactive demand is at BATCH_YIELD_AT or more, until none is in flight, and then
+ * accepts one item and waits YIELDING_PACE_MS before it answers: the batch yields the machine to interactive
+ * requests, docs/design.md), then accepts its next items
  * after `after`, in order, within the budget (`spent`, less what ended items released), and starts their jobs on
  * the batch's queue: ordinary v2 jobs, not its children, so that their starts and ends are no events of the
  * batch's history (docs/design.md, "Catalogue batches"). A retried step answers the items an earlier try accepted
@@ -182,11 +193,18 @@ export async function takeBatchStep(
   const page = Math.max(1, Math.min(ACCEPT_PAGE, window, cursor.most ?? Infinity));
   // Room for a page, or for half the window when that is less (a small window is never held up by its slowest item).
   const enoughRoom = Math.min(page, Math.ceil(window / 2));
+  const { yieldAt } = services.batchLimits;
+  let yielding = false;
+  const yields = async () => (yielding = yieldAt != null && await readInteractiveDemand(db.manager) >= yieldAt);
   const seen = cursor.inFlight.length === 0
-    ? { status: batch.status, ended: [] }
-    : await waitForEnded(services, batchId, cursor.inFlight, (ended, status) => status !== 'running' || cursor.inFlight.length - ended + enoughRoom <= window, step);
+    ? (await yields(), { status: batch.status, ended: [] })
+    : await waitForEnded(services, batchId, cursor.inFlight, async (ended, status) => {
+      if (status !== 'running') return true;
+      const running = cursor.inFlight.length - ended;
+      return running + enoughRoom <= window && (!(await yields()) || running === 0);
+    }, step);
   if (seen.status !== 'running') return { ...idle, ended: seen.ended, stop: 'cancelled' };
-  const room = Math.min(window - (cursor.inFlight.length - seen.ended.length), page);
+  const room = Math.min(window - (cursor.inFlight.length - seen.ended.length), yielding ? 1 : page);
   if (room < 1) return { ...idle, ended: seen.ended }; // waited long enough: the workflow asks again
   const released = new Set(seen.ended.filter((e) => e.released).map((e) => e.position));
   const spent = cursor.spent - cursor.inFlight.filter((item) => released.has(item.position)).reduce((sum, item) => sum + item.price, 0);
@@ -195,6 +213,7 @@ export async function takeBatchStep(
   await Promise.all(taken.accepted.map((item) => startJobWorkflow(services.temporal, services.config, {
     jobId: item.job.jobId, type: item.type, actionId: item.job.actionId, accountId: item.accountId, provider: item.job.provider, batchId,
   }, { eager: true })));
+  if (yielding && taken.accepted.length > 0) await (step.sleep ?? pause)(YIELDING_PACE_MS);
   return {
     ended: seen.ended, accepted: taken.accepted.map(({ position, price }) => ({ position, price })), lastPosition: taken.lastPosition,
     done: taken.done, ...(taken.stop ? { stop: taken.stop } : {}),

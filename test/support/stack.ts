@@ -14,6 +14,7 @@ import { createApp } from '../../api/app';
 import { BodyBytesInFlight } from '../../api/middleware/body-bytes-in-flight';
 import type { ApiServices } from '../../api/services';
 import { openDatabase } from '../../src/db/data-source';
+import type { InteractiveDemandMeter } from '../../src/batches/interactive-demand';
 import { type Config, DEFAULT_BATCH_LIMITS, DEFAULT_DASHBOARD_SETTINGS, DEFAULT_LIVE_STREAM_LIMITS, type DashboardSettings, type LiveStreamLimits, loadConfig } from '../../src/config';
 import { createApiServer } from '../../api/server';
 import { LocalRenderer } from '../../src/providers/local-renderer';
@@ -61,7 +62,9 @@ export interface StackOptions {
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
   /** A batch's items in flight, and an account's (DEFAULT_BATCH_LIMITS unless set). */
-  batchLimits?: { itemsInFlight: number; accountItemsInFlight: number };
+  batchLimits?: { itemsInFlight: number; accountItemsInFlight: number; yieldAt?: number | null };
+  /** The API's meter of interactive requests (left out: not measured, as an app built without one). */
+  interactiveDemand?: InteractiveDemandMeter;
   /** Limits of the live-progress streams (DEFAULT_LIVE_STREAM_LIMITS where left out). */
   liveStreams?: Partial<LiveStreamLimits>;
   /** How long a funnel session waits for its next step (a day by default, seconds in the expiry test). */
@@ -147,6 +150,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     bodyBytesInFlight: new BodyBytesInFlight(options.maxBodyBytesInFlight ?? defaults.maxBodyBytesInFlight),
     liveEvents: ActionEventHub.forDataSource(db, { ...DEFAULT_LIVE_STREAM_LIMITS, ...options.liveStreams }),
     linkMail: linkMailer({ smtpUrl: options.smtpUrl, mailFrom: 'Product imagery <no-reply@example.com>' }, [100, 200]),
+    interactiveDemand: options.interactiveDemand,
   };
   server.on('request', createApp(services).callback());
 

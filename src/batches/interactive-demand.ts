@@ -1,0 +1,101 @@
+/**
+ * How busy the API is with interactive requests, as the batches' steps see it (docs/design.md, "Catalogue batches").
+ * Each API process measures the interactive requests it has in flight, averaged over each half second
+ * (request-seconds a second: 50 clients polling without a pause make about 50, one client polling in a loop at most
+ * 1), and writes it to `interactive_demand` while it is above nothing; a batch's step reads the sum of the rows
+ * written in the last two seconds and, at or above BATCH_YIELD_AT, yields to them (batches/run.ts).
+ *
+ * The demand is of requests, not of CPU: a batch's own work (its worker, and what its items cost Temporal and
+ * Postgres) does not count, so a batch that fills the machine alone does not slow itself down, and an `all`-mode
+ * process, API and worker in one event loop, measures its API alone.
+ */
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { log } from '../log';
+
+/** How often an API process writes its demand, and how long a row counts after it was written. */
+export const DEMAND_INTERVAL_MS = 500;
+const FRESH_FOR = '2 seconds';
+
+/** The interactive requests of one process in flight, integrated over time. */
+export class InteractiveDemandMeter {
+  private inFlight = 0;
+  private busyMs = 0;
+  private since: number;
+  private changedAt: number;
+
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.since = this.changedAt = now();
+  }
+
+  /** A request begins; the function answered ends it (once). */
+  begin(): () => void {
+    this.move(+1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.move(-1);
+    };
+  }
+
+  /** The average number of requests in flight since the last `take`, and a new interval begun. */
+  take(): number {
+    const now = this.now();
+    this.busyMs += this.inFlight * (now - this.changedAt);
+    const demand = now > this.since ? this.busyMs / (now - this.since) : this.inFlight;
+    this.busyMs = 0;
+    this.since = this.changedAt = now;
+    return demand;
+  }
+
+  private move(by: number) {
+    const now = this.now();
+    this.busyMs += this.inFlight * (now - this.changedAt);
+    this.changedAt = now;
+    this.inFlight += by;
+  }
+}
+
+/** Written as at most two decimals: a demand below this is none. */
+const NONE = 0.01;
+
+/**
+ * Writes the meter's demand every DEMAND_INTERVAL_MS while there is some (and once more when it falls to none), as
+ * this process's row; answers a function that stops and removes the row. A write that fails is logged and the next
+ * one tried: batches then see less demand than there is, never an API that fails.
+ */
+export function publishInteractiveDemand(db: DataSource, meter: InteractiveDemandMeter, intervalMs = DEMAND_INTERVAL_MS): () => Promise<void> {
+  const processId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  let last = 0;
+  let writing: Promise<unknown> = Promise.resolve();
+  let warned = false;
+  const timer = setInterval(() => {
+    const demand = Math.round(meter.take() * 100) / 100;
+    if (demand < NONE && last < NONE) return;
+    last = demand;
+    writing = db.query(
+      `INSERT INTO interactive_demand (process, demand, at) VALUES ($1, $2, now())
+       ON CONFLICT (process) DO UPDATE SET demand = excluded.demand, at = excluded.at`,
+      [processId, demand],
+    ).then(() => { warned = false; }, (err: unknown) => {
+      if (!warned) log.warn('writing the API\'s interactive demand failed; batches do not yield to it meanwhile', { error: String(err) });
+      warned = true;
+    });
+  }, intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await writing;
+    await db.query(`DELETE FROM interactive_demand WHERE process = $1`, [processId]).catch(() => undefined);
+  };
+}
+
+/** The interactive requests in flight on average across the API processes, as they wrote it in the last two seconds. */
+export async function readInteractiveDemand(m: EntityManager): Promise<number> {
+  const [{ demand }] = await m.query(
+    `SELECT COALESCE(sum(demand), 0)::float8 AS demand FROM interactive_demand WHERE at > now() - interval '${FRESH_FOR}'`,
+  ) as { demand: number }[];
+  return demand;
+}
