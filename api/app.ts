@@ -19,7 +19,6 @@ import { requestId } from './middleware/request-id';
 import { traceRequest } from './middleware/trace-request';
 import { tracingOn } from '../src/telemetry/spans';
 import { requestMetrics } from './middleware/request-metrics';
-import { countInteractiveDemand } from './middleware/interactive-demand';
 import { buildOpenApiDocument } from './openapi';
 import { bodyLimit, type Route, type RouteGroup, V1_PREFIX, V2_PREFIX } from './route';
 import { analyzeRoutes } from './routes/analyze';
@@ -51,6 +50,7 @@ import { signUpRoutes } from './dashboard/sign-up-routes';
 import { tryRoutes } from './dashboard/try-routes';
 import { webhookRoutes as dashboardWebhookRoutes } from './dashboard/webhook-routes';
 import { compileValidator } from './validation';
+import type { InteractiveDemandMeter } from '../src/batches/interactive-demand';
 
 export function routeGroups(services: ApiServices): RouteGroup[] {
   return [
@@ -104,7 +104,13 @@ function queryOf(querystring: string): Record<string, string | string[]> {
   return query;
 }
 
-function handler(route: Route): Middleware {
+/**
+ * The route's handler: its path, query and body validated, then the route called. With `demand`, the time the route
+ * takes is counted as interactive demand (batches yield to it, src/batches/interactive-demand.ts) when the request
+ * carries an API key or a dashboard session: a request refused before its route (no key, the rate limit, a body
+ * too slow or too large) and the body's arrival never count, so that no one can slow the batches without a key.
+ */
+function handler(route: Route, demand?: InteractiveDemandMeter): Middleware {
   const validateParams = route.params ? compileValidator('path', route.params) : undefined;
   const validateQuery = route.query ? compileValidator('query', route.query) : undefined;
   const validateBody = route.body ? compileValidator('body', route.body) : undefined;
@@ -118,9 +124,17 @@ function handler(route: Route): Middleware {
     const sent = (ctx.request as { body?: unknown }).body;
     // A body whose every field is optional may be left out entirely.
     const body = validateBody ? validateBody(sent === undefined && !route.body!.required ? {} : sent) : undefined;
-    await route.handle(ctx, { params, query, body });
+    const end = demand && (ctx.state.caller || ctx.state.session) ? demand.begin() : undefined;
+    try {
+      await route.handle(ctx, { params, query, body });
+    } finally {
+      end?.();
+    }
   };
 }
+
+/** A catalogue batch's own routes (its creation, polls and manifests): batch traffic, not demand it yields to. */
+const BATCH_ROUTES = `${V2_PREFIX}/batches`;
 
 /** Runs `middleware` for every path under `prefix`, matched route or not (so unknown paths need a key too). */
 function underPrefix(prefix: string, middleware: Middleware): Middleware {
@@ -144,7 +158,6 @@ export function createApp(services: ApiServices): Koa {
     log.warn('answer ended early', { requestId: ctx?.state.requestId, path: ctx?.path, error: err.message });
   });
   app.use(requestMetrics(groups.map((g) => g.prefix ?? '')));
-  if (services.interactiveDemand) app.use(countInteractiveDemand(services.interactiveDemand, [`${V2_PREFIX}/batches`]));
   app.use(unreadBodyDeadline(bodyIdleMs));
   app.use(requestId());
   if (tracingOn()) app.use(traceRequest()); // outside errorHandler: the span ends with the status answered
@@ -162,6 +175,7 @@ export function createApp(services: ApiServices): Koa {
   });
   for (const group of groups) {
     const router = new Router({ sensitive: true, ...(group.prefix ? { prefix: group.prefix } : {}) });
+    const demandOf = (route: Route) => (`${group.prefix ?? ''}${route.path}`.startsWith(BATCH_ROUTES) ? undefined : services.interactiveDemand);
     // Bodies are read only for a matched route that takes one, only after the key and rate limit passed, and only
     // up to what that route can legally receive.
     for (const route of group.routes) {
@@ -170,9 +184,9 @@ export function createApp(services: ApiServices): Koa {
           route.authorize?.(ctx);
           return next();
         };
-        router[route.method](toKoaPath(route.path), authorize, jsonBody(bodyLimit(route), services.bodyBytesInFlight, bodyIdleMs, { values: route.bodyValues, ndjsonLines: route.ndjsonLines }), handler(route));
+        router[route.method](toKoaPath(route.path), authorize, jsonBody(bodyLimit(route), services.bodyBytesInFlight, bodyIdleMs, { values: route.bodyValues, ndjsonLines: route.ndjsonLines }), handler(route, demandOf(route)));
       }
-      else router[route.method](toKoaPath(route.path), handler(route));
+      else router[route.method](toKoaPath(route.path), handler(route, demandOf(route)));
     }
     root.use(router.routes(), router.allowedMethods({ throw: true }));
   }

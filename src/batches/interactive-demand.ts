@@ -1,6 +1,7 @@
 /**
  * How busy the API is with interactive requests, as the batches' steps see it (docs/design.md, "Catalogue batches").
- * Each API process measures the interactive requests it has in flight, averaged over each half second
+ * Each API process measures the interactive requests it has in flight (the time their routes take, for requests with
+ * an API key or a dashboard session, a batch's own routes left out: api/app.ts), averaged over each half second
  * (request-seconds a second: 50 clients polling without a pause make about 50, one client polling in a loop at most
  * 1), and writes it to `interactive_demand` while it is above nothing; a batch's step reads the sum of the rows
  * written in the last two seconds and, at or above BATCH_YIELD_AT, yields to them (batches/run.ts).
@@ -60,6 +61,11 @@ export class InteractiveDemandMeter {
 
 /** Written as at most two decimals: a demand below this is none. */
 const NONE = 0.01;
+/** How often an API process removes the rows of processes gone for ten minutes (they count for two seconds only). */
+const PRUNE_EVERY_MS = 60_000;
+const UPSERT = `INSERT INTO interactive_demand (process, demand, at) VALUES ($1, $2, now())
+  ON CONFLICT (process) DO UPDATE SET demand = excluded.demand, at = excluded.at`;
+const PRUNE = `DELETE FROM interactive_demand WHERE at < now() - interval '10 minutes'`;
 
 /**
  * Writes the meter's demand every DEMAND_INTERVAL_MS while there is some (and once more when it falls to none), as
@@ -69,20 +75,26 @@ const NONE = 0.01;
 export function publishInteractiveDemand(db: DataSource, meter: InteractiveDemandMeter, intervalMs = DEMAND_INTERVAL_MS): () => Promise<void> {
   const processId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let last = 0;
-  let writing: Promise<unknown> = Promise.resolve();
+  let writing: Promise<unknown> | undefined;
   let warned = false;
+  let pruned = Date.now();
   const timer = setInterval(() => {
     const demand = Math.round(meter.take() * 100) / 100;
-    if (demand < NONE && last < NONE) return;
-    last = demand;
-    writing = db.query(
-      `INSERT INTO interactive_demand (process, demand, at) VALUES ($1, $2, now())
-       ON CONFLICT (process) DO UPDATE SET demand = excluded.demand, at = excluded.at`,
-      [processId, demand],
-    ).then(() => { warned = false; }, (err: unknown) => {
+    if (writing) return; // one write at a time: a write still waiting for the pool skips this tick
+    const statements: [string, unknown[]][] = [];
+    if (demand >= NONE || last >= NONE) statements.push([UPSERT, [processId, demand]]);
+    if (Date.now() - pruned >= PRUNE_EVERY_MS) {
+      pruned = Date.now();
+      statements.push([PRUNE, []]);
+    }
+    if (statements.length === 0) return;
+    writing = (async () => {
+      for (const [sql, params] of statements) await db.query(sql, params);
+      last = demand;
+    })().then(() => { warned = false; }, (err: unknown) => {
       if (!warned) log.warn('writing the API\'s interactive demand failed; batches do not yield to it meanwhile', { error: String(err) });
       warned = true;
-    });
+    }).finally(() => { writing = undefined; });
   }, intervalMs);
   timer.unref();
   return async () => {
@@ -90,6 +102,24 @@ export function publishInteractiveDemand(db: DataSource, meter: InteractiveDeman
     await writing;
     await db.query(`DELETE FROM interactive_demand WHERE process = $1`, [processId]).catch(() => undefined);
   };
+}
+
+let readWarned = false;
+
+/**
+ * The demand as `readInteractiveDemand` answers it, or none when it cannot be read (the table not there yet during
+ * an upgrade, a statement timeout): batches then run as if nothing pressed, logged once, rather than stop.
+ */
+export async function interactiveDemandOrNone(m: EntityManager): Promise<number> {
+  try {
+    const demand = await readInteractiveDemand(m);
+    readWarned = false;
+    return demand;
+  } catch (err) {
+    if (!readWarned) log.warn('the API\'s interactive demand could not be read; batches do not yield meanwhile', { error: String(err) });
+    readWarned = true;
+    return 0;
+  }
 }
 
 /** The interactive requests in flight on average across the API processes, as they wrote it in the last two seconds. */

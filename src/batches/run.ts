@@ -13,7 +13,7 @@ import { BatchItemNotClaimed, newVersionOf, type NewAction, routeFor, submitActi
 import { readPriceList } from '../billing/pricing';
 import { AppError, ValidationFailed } from '../errors';
 import { databaseAway } from '../db/sql';
-import { readInteractiveDemand } from './interactive-demand';
+import { interactiveDemandOrNone } from './interactive-demand';
 import { log } from '../log';
 import { editableSource, generationPreparation, newVideoCard, type CardOrder, type PhotoOrder, type VideoOrder } from '../generation/prepare';
 import type { JobType } from '../jobs/lifecycle';
@@ -195,16 +195,19 @@ export async function takeBatchStep(
   const enoughRoom = Math.min(page, Math.ceil(window / 2));
   const { yieldAt } = services.batchLimits;
   let yielding = false;
-  const yields = async () => (yielding = yieldAt != null && await readInteractiveDemand(db.manager) >= yieldAt);
+  const yields = async () => (yielding = yieldAt != null && await interactiveDemandOrNone(db.manager) >= yieldAt);
   const seen = cursor.inFlight.length === 0
-    ? (await yields(), { status: batch.status, ended: [] })
+    ? { status: batch.status, ended: [] }
     : await waitForEnded(services, batchId, cursor.inFlight, async (ended, status) => {
       if (status !== 'running') return true;
       const running = cursor.inFlight.length - ended;
-      return running + enoughRoom <= window && (!(await yields()) || running === 0);
+      return running + enoughRoom <= window && (running === 0 || !(await yields()));
     }, step);
   if (seen.status !== 'running') return { ...idle, ended: seen.ended, stop: 'cancelled' };
-  const room = Math.min(window - (cursor.inFlight.length - seen.ended.length), yielding ? 1 : page);
+  const running = cursor.inFlight.length - seen.ended.length;
+  // Yielding (looked at again: the wait may have ended on its deadline): nothing starts while an item runs.
+  if (await yields() && running > 0) return { ...idle, ended: seen.ended };
+  const room = Math.min(window - running, yielding ? 1 : page);
   if (room < 1) return { ...idle, ended: seen.ended }; // waited long enough: the workflow asks again
   const released = new Set(seen.ended.filter((e) => e.released).map((e) => e.position));
   const spent = cursor.spent - cursor.inFlight.filter((item) => released.has(item.position)).reduce((sum, item) => sum + item.price, 0);

@@ -46,7 +46,7 @@ describe('batches yield to interactive requests', function () {
       await stack.stop();
     });
 
-    it("counts the API's interactive requests, not a batch's own", async () => {
+    it("counts the API's interactive requests, not a batch's own nor one without a key", async () => {
       const { apiKey } = await newAccount(stack.db, 100);
       const call = apiClient(stack.baseUrl, apiKey);
       const batch = await call('POST', '/api/v2/batches', { items: [] }); // refused (no items): a batch's route all the same
@@ -54,6 +54,9 @@ describe('batches yield to interactive requests', function () {
       meter.take();
       for (let i = 0; i < 10; i++) assert.equal((await call('GET', '/api/v2/batches/00000000-0000-4000-8000-000000000000')).status, 404);
       assert.equal(meter.take(), 0, 'a batch route counts nothing');
+      const stranger = apiClient(stack.baseUrl, 'not-a-key');
+      for (let i = 0; i < 10; i++) assert.equal((await stranger('GET', `${V1}/balance`)).status, 401);
+      assert.equal(meter.take(), 0, 'a request refused before its route (no key) counts nothing');
       for (let i = 0; i < 10; i++) assert.equal((await call('GET', `${V1}/balance`)).status, 200);
       assert.ok(meter.take() > 0, 'an interactive request counts');
     });
