@@ -195,18 +195,24 @@ export async function takeBatchStep(
   const enoughRoom = Math.min(page, Math.ceil(window / 2));
   const { yieldAt } = services.batchLimits;
   let yielding = false;
-  const yields = async () => (yielding = yieldAt != null && await interactiveDemandOrNone(db.manager) >= yieldAt);
+  let lookedNow = false; // whether the wait's last look read the demand (then `yielding` is current)
+  const yields = async () => {
+    lookedNow = true;
+    return (yielding = yieldAt != null && await interactiveDemandOrNone(db.manager) >= yieldAt);
+  };
   const seen = cursor.inFlight.length === 0
     ? { status: batch.status, ended: [] }
     : await waitForEnded(services, batchId, cursor.inFlight, async (ended, status) => {
+      lookedNow = false;
       if (status !== 'running') return true;
       const running = cursor.inFlight.length - ended;
       return running + enoughRoom <= window && (running === 0 || !(await yields()));
     }, step);
   if (seen.status !== 'running') return { ...idle, ended: seen.ended, stop: 'cancelled' };
   const running = cursor.inFlight.length - seen.ended.length;
-  // Yielding (looked at again: the wait may have ended on its deadline): nothing starts while an item runs.
-  if (await yields() && running > 0) return { ...idle, ended: seen.ended };
+  if (!lookedNow) await yields(); // nothing in flight, none left running, or the wait ended on its deadline
+  // Yielding: nothing starts while an item runs (the wait may have ended on its deadline).
+  if (yielding && running > 0) return { ...idle, ended: seen.ended };
   const room = Math.min(window - running, yielding ? 1 : page);
   if (room < 1) return { ...idle, ended: seen.ended }; // waited long enough: the workflow asks again
   const released = new Set(seen.ended.filter((e) => e.released).map((e) => e.position));
