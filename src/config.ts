@@ -13,10 +13,10 @@ export const DEFAULT_SANDBOX_SLOW_SECONDS = 30;
 
 /**
  * BATCH_ITEMS_IN_FLIGHT, BATCH_ACCOUNT_ITEMS_IN_FLIGHT and BATCH_YIELD_AT when unset: a batch's items running at
- * once, an account's batches' together, and the interactive requests in flight (on average, across the API
- * processes) at which batches yield to them.
+ * once, an account's batches' together, and the interactive demand at which batches yield to it (the requests in
+ * flight on average across the API processes, plus the interactive jobs in progress: src/batches/interactive-demand.ts).
  */
-export const DEFAULT_BATCH_LIMITS = { itemsInFlight: 50, accountItemsInFlight: 100, yieldAt: 2 };
+export const DEFAULT_BATCH_LIMITS = { itemsInFlight: 50, accountItemsInFlight: 100, yieldAt: 1 };
 
 export interface Config {
   port: number;
@@ -386,7 +386,7 @@ export function loadConfig(overrides: Partial<Config> = {}): Config {
       itemsInFlight: within('BATCH_ITEMS_IN_FLIGHT', int('BATCH_ITEMS_IN_FLIGHT', DEFAULT_BATCH_LIMITS.itemsInFlight), 1, 1000, 'items'),
       accountItemsInFlight: within('BATCH_ACCOUNT_ITEMS_IN_FLIGHT', int('BATCH_ACCOUNT_ITEMS_IN_FLIGHT', DEFAULT_BATCH_LIMITS.accountItemsInFlight), 1, 2000, 'items'),
       yieldAt: str('BATCH_YIELD_AT') === 'off' ? null
-        : within('BATCH_YIELD_AT', num('BATCH_YIELD_AT', DEFAULT_BATCH_LIMITS.yieldAt), 0.1, 100_000, 'requests in flight'),
+        : within('BATCH_YIELD_AT', num('BATCH_YIELD_AT', DEFAULT_BATCH_LIMITS.yieldAt), 0.1, 100_000, 'requests and jobs'),
     },
     jobRetryBackoffMs: int('JOB_RETRY_BACKOFF_MS', 5_000),
     webhookRetryInitialMs: int('WEBHOOK_RETRY_INITIAL_MS', 10_000),

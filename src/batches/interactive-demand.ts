@@ -1,14 +1,18 @@
 /**
- * How busy the API is with interactive requests, as the batches' steps see it (docs/design.md, "Catalogue batches").
- * Each API process measures the interactive requests it has in flight (the time their routes take, for requests with
- * an API key or a dashboard session, a batch's own routes left out: api/app.ts), averaged over each half second
- * (request-seconds a second: 50 clients polling without a pause make about 50, one client polling in a loop at most
- * 1), and writes it to `interactive_demand` while it is above nothing; a batch's step reads the sum of the rows
- * written in the last two seconds and, at or above BATCH_YIELD_AT, yields to them (batches/run.ts).
+ * How busy the service is with interactive work, as the batches' steps see it (docs/design.md, "Batches yield to
+ * interactive work"): the interactive requests in flight plus the interactive jobs in progress.
  *
- * The demand is of requests, not of CPU: a batch's own work (its worker, and what its items cost Temporal and
- * Postgres) does not count, so a batch that fills the machine alone does not slow itself down, and an `all`-mode
- * process, API and worker in one event loop, measures its API alone.
+ * Requests: each API process measures the interactive requests it has in flight (the time their routes take, for
+ * requests with an API key or a dashboard session, a batch's own routes left out: api/app.ts), averaged over each
+ * half second (request-seconds a second: 50 clients polling without a pause make about 50, one client polling in a
+ * loop at most 1), and writes it to `interactive_demand` while it is above nothing; the rows written in the last two
+ * seconds count. Jobs: the actions pending or processing that are no batch's items, each one a client waiting for
+ * it, for its first two minutes (one stuck open longer holds no batch back), a thousand at most. A batch's step
+ * reads the sum and, at or above BATCH_YIELD_AT (1), yields (batches/run.ts).
+ *
+ * The demand is of requests and jobs, not of CPU: a batch's own work (its worker, and what its items cost Temporal
+ * and Postgres) does not count, so a batch that fills the machine alone does not slow itself down, and an
+ * `all`-mode process, API and worker in one event loop, measures its API alone.
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
@@ -18,6 +22,9 @@ import { log } from '../log';
 /** How often an API process writes its demand, and how long a row counts after it was written. */
 export const DEMAND_INTERVAL_MS = 500;
 const FRESH_FOR = '2 seconds';
+/** How long an interactive job counts after it was created, and how many are counted at most. */
+const JOB_COUNTS_FOR = '2 minutes';
+const MOST_JOBS = 1000;
 
 /** The interactive requests of one process in flight, integrated over time. */
 export class InteractiveDemandMeter {
@@ -104,13 +111,19 @@ export function publishInteractiveDemand(db: DataSource, meter: InteractiveDeman
   };
 }
 
+/** What a batch yields to: the interactive requests in flight on average, and the interactive jobs in progress. */
+export interface InteractiveDemand { requests: number; jobs: number }
+
+const NO_DEMAND: InteractiveDemand = { requests: 0, jobs: 0 };
+export const demandOf = (d: InteractiveDemand) => d.requests + d.jobs;
+
 let readWarned = false;
 
 /**
  * The demand as `readInteractiveDemand` answers it, or none when it cannot be read (the table not there yet during
  * an upgrade, a statement timeout): batches then run as if nothing pressed, logged once, rather than stop.
  */
-export async function interactiveDemandOrNone(m: EntityManager): Promise<number> {
+export async function interactiveDemandOrNone(m: EntityManager): Promise<InteractiveDemand> {
   try {
     const demand = await readInteractiveDemand(m);
     readWarned = false;
@@ -118,14 +131,22 @@ export async function interactiveDemandOrNone(m: EntityManager): Promise<number>
   } catch (err) {
     if (!readWarned) log.warn('the API\'s interactive demand could not be read; batches do not yield meanwhile', { error: String(err) });
     readWarned = true;
-    return 0;
+    return NO_DEMAND;
   }
 }
 
-/** The interactive requests in flight on average across the API processes, as they wrote it in the last two seconds. */
-export async function readInteractiveDemand(m: EntityManager): Promise<number> {
-  const [{ demand }] = await m.query(
-    `SELECT COALESCE(sum(demand), 0)::float8 AS demand FROM interactive_demand WHERE at > now() - interval '${FRESH_FOR}'`,
-  ) as { demand: number }[];
-  return demand;
+/**
+ * The interactive requests in flight on average across the API processes, as they wrote it in the last two seconds,
+ * and the interactive jobs in progress (through the partial index `actions_open`; a batch's item is one whose action
+ * `batch_items` names, through `batch_items_action`).
+ */
+export async function readInteractiveDemand(m: EntityManager): Promise<InteractiveDemand> {
+  const [row] = await m.query(
+    `SELECT (SELECT COALESCE(sum(demand), 0) FROM interactive_demand WHERE at > now() - interval '${FRESH_FOR}')::float8 AS requests,
+            (SELECT count(*) FROM (SELECT 1 FROM actions a
+               WHERE a.status IN ('pending', 'processing') AND a.created_at > now() - interval '${JOB_COUNTS_FOR}'
+                 AND NOT EXISTS (SELECT 1 FROM batch_items i WHERE i.action_id = a.id)
+               LIMIT ${MOST_JOBS}) open)::int AS jobs`,
+  ) as InteractiveDemand[];
+  return row;
 }

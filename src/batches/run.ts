@@ -13,7 +13,7 @@ import { BatchItemNotClaimed, newVersionOf, type NewAction, routeFor, submitActi
 import { readPriceList } from '../billing/pricing';
 import { AppError, ValidationFailed } from '../errors';
 import { databaseAway } from '../db/sql';
-import { interactiveDemandOrNone } from './interactive-demand';
+import { demandOf, interactiveDemandOrNone } from './interactive-demand';
 import { log } from '../log';
 import { editableSource, generationPreparation, newVideoCard, type CardOrder, type PhotoOrder, type VideoOrder } from '../generation/prepare';
 import type { JobType } from '../jobs/lifecycle';
@@ -139,7 +139,7 @@ const STEP_WAIT_MS = 60_000;
 /** How often a waiting step looks at its items: soon after something ended, then less often while nothing does. */
 const FIRST_LOOK_MS = 100;
 const LAST_LOOK_MS = 2_000;
-/** While a batch yields to interactive requests, it starts at most one item this often (and none while one runs). */
+/** While a batch yields to interactive work, it starts at most one item this often. */
 const YIELDING_PACE_MS = 1_000;
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -170,10 +170,9 @@ async function waitForEnded(
 /**
  * A batch's step since `accept-starts-items`: waits until its window has room for a page of items (ACCEPT_PAGE, or
  * half the window when that is less; whatever room there is after STEP_WAIT_MS) besides the `inFlight` ones that have
- * not ended (while the API's interactive demand is at BATCH_YIELD_AT or more, until none is in flight, and then
- * accepts one item and waits YIELDING_PACE_MS before it answers: the batch yields the machine to interactive
- * requests, docs/design.md), then accepts its next items
- * after `after`, in order, within the budget (`spent`, less what ended items released), and starts their jobs on
+ * not ended, then accepts its next items after `after` (while the interactive demand is at BATCH_YIELD_AT or more,
+ * one item, and waits YIELDING_PACE_MS before it answers: the batch yields the machine to interactive work,
+ * docs/design.md), in order, within the budget (`spent`, less what ended items released), and starts their jobs on
  * the batch's queue: ordinary v2 jobs, not its children, so that their starts and ends are no events of the
  * batch's history (docs/design.md, "Catalogue batches"). A retried step answers the items an earlier try accepted
  * and starts them again (a start finds the job's workflow already there). Answers the items it saw end, the items it
@@ -193,28 +192,15 @@ export async function takeBatchStep(
   const page = Math.max(1, Math.min(ACCEPT_PAGE, window, cursor.most ?? Infinity));
   // Room for a page, or for half the window when that is less (a small window is never held up by its slowest item).
   const enoughRoom = Math.min(page, Math.ceil(window / 2));
-  const { yieldAt } = services.batchLimits;
-  let yielding = false;
-  let lookedNow = false; // whether the wait's last look read the demand (then `yielding` is current)
-  const yields = async () => {
-    lookedNow = true;
-    return (yielding = yieldAt != null && await interactiveDemandOrNone(db.manager) >= yieldAt);
-  };
   const seen = cursor.inFlight.length === 0
     ? { status: batch.status, ended: [] }
-    : await waitForEnded(services, batchId, cursor.inFlight, async (ended, status) => {
-      lookedNow = false;
-      if (status !== 'running') return true;
-      const running = cursor.inFlight.length - ended;
-      return running + enoughRoom <= window && (running === 0 || !(await yields()));
-    }, step);
+    : await waitForEnded(services, batchId, cursor.inFlight, (ended, status) => status !== 'running' || cursor.inFlight.length - ended + enoughRoom <= window, step);
   if (seen.status !== 'running') return { ...idle, ended: seen.ended, stop: 'cancelled' };
   const running = cursor.inFlight.length - seen.ended.length;
-  if (!lookedNow) await yields(); // nothing in flight, none left running, or the wait ended on its deadline
-  // Yielding: nothing starts while an item runs (the wait may have ended on its deadline).
-  if (yielding && running > 0) return { ...idle, ended: seen.ended };
-  const room = Math.min(window - running, yielding ? 1 : page);
-  if (room < 1) return { ...idle, ended: seen.ended }; // waited long enough: the workflow asks again
+  if (running >= window) return { ...idle, ended: seen.ended }; // waited long enough: the workflow asks again
+  const { yieldAt } = services.batchLimits;
+  const yielding = yieldAt != null && demandOf(await interactiveDemandOrNone(db.manager)) >= yieldAt;
+  const room = yielding ? 1 : Math.min(window - running, page);
   const released = new Set(seen.ended.filter((e) => e.released).map((e) => e.position));
   const spent = cursor.spent - cursor.inFlight.filter((item) => released.has(item.position)).reduce((sum, item) => sum + item.price, 0);
   const taken = await acceptPage(services, batch, cursor.after, room, spent, step);

@@ -61,7 +61,10 @@ export interface StackOptions {
   webhookRetryInitialMs?: number;
   jobMaxAttempts?: number;
   jobRetryBackoffMs?: number;
-  /** A batch's items in flight, and an account's (DEFAULT_BATCH_LIMITS unless set). */
+  /**
+   * A batch's items in flight, and an account's (DEFAULT_BATCH_LIMITS unless set), and the demand batches yield at
+   * (never unless set: the suite's jobs, of any test, would slow every batch test; test/api/interactive-demand.test.ts sets it).
+   */
   batchLimits?: { itemsInFlight: number; accountItemsInFlight: number; yieldAt?: number | null };
   /** The API's meter of interactive requests (left out: not measured, as an app built without one). */
   interactiveDemand?: InteractiveDemandMeter;
@@ -107,7 +110,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const deps: ActivityDeps = {
     db, store, providers: options.providers ?? allFrom(provider), outbound: workerOutbound, secrets: TEST_SECRETS, webhookRetryInitialMs: options.webhookRetryInitialMs ?? 200,
     config: { taskQueue, jobMaxAttempts: options.jobMaxAttempts ?? 3, jobRetryBackoffMs: options.jobRetryBackoffMs ?? 200 },
-    batchLimits: options.batchLimits ?? DEFAULT_BATCH_LIMITS,
+    batchLimits: options.batchLimits ?? { ...DEFAULT_BATCH_LIMITS, yieldAt: null },
   };
 
   let worker: Worker | undefined;
