@@ -151,13 +151,13 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  */
 async function waitForEnded(
   services: Pick<BatchRunServices, 'db'>, batchId: string, inFlight: ItemInFlight[],
-  enough: (ended: number, status?: BatchStatus) => boolean | Promise<boolean>, step: StepContext,
+  enough: (ended: number, status?: BatchStatus) => boolean, step: StepContext,
 ): Promise<{ status?: BatchStatus; ended: { position: number; released: boolean }[] }> {
   const sleep = step.sleep ?? pause;
   const positions = inFlight.map((item) => item.position);
   const until = Date.now() + STEP_WAIT_MS;
   let seen = await endedItems(services.db.manager, batchId, positions);
-  for (let wait = FIRST_LOOK_MS; !(await enough(seen.ended.length, seen.status)) && Date.now() + wait <= until;) {
+  for (let wait = FIRST_LOOK_MS; !enough(seen.ended.length, seen.status) && Date.now() + wait <= until;) {
     step.progress?.();
     await sleep(wait);
     const again = await endedItems(services.db.manager, batchId, positions);
