@@ -54,6 +54,19 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** `count` distinct free ports: each is held until all are found, so two calls cannot hand out the same one. */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: count }, () => new Promise<net.Server>((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  })));
+  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+  return ports;
+}
+
 /** True when a Temporal frontend answers at `address` within the timeout. */
 export async function temporalAnswers(address: string, timeoutMs = 1500): Promise<boolean> {
   let connection: Connection | undefined;

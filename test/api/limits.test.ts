@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -17,6 +16,7 @@ import { rawRequest, RawRequest } from '../support/raw-http';
 import { Stack, startApiPair, startStack } from '../support/stack';
 import { testEnvironment } from '../support/environment';
 import { startServiceProcess } from '../../ops/cluster/service-process';
+import { freePort } from '../../ops/dev-server';
 
 const V2 = '/api/v2';
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
@@ -356,14 +356,3 @@ describe('rate limit across two API processes sharing one database', function ()
     }
   });
 });
-
-/** A port nothing listens on now (for a service process, which logs its configured address, not the one it got). */
-function freePort(): Promise<number> {
-  const server = http.createServer();
-  return new Promise((resolve, reject) => {
-    server.once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startServiceProcess, ServiceProcess } from '../../ops/cluster/service-process';
+import { freePorts } from '../../ops/dev-server';
 import { loadConfig } from '../../src/config';
 import { registerDatabaseGauges } from '../../src/metrics/database-gauges';
 import { registry } from '../../src/metrics/registry';
@@ -19,14 +19,6 @@ import { parse as parseYaml } from 'yaml';
 
 const V2 = '/api/v2';
 const REPO = path.resolve(__dirname, '../../..');
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** What moved between two scrapes, for the samples named `name` whose labels include `labels`. */
 const delta = (before: Sample[], after: Sample[], name: string, labels: Record<string, string> = {}) =>
@@ -50,11 +42,11 @@ describe('metrics of the API and of a worker process', function () {
     registerDatabaseGauges(stack.db);
     apiMetrics = await startMetricsServer({ host: '127.0.0.1', port: 0 });
     const env = testEnvironment();
-    const metricsPort = await freePort();
+    const [metricsPort, sdkMetricsPort] = await freePorts(2);
     worker = await startServiceProcess('worker', {
       DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_TASK_QUEUE: stack.taskQueue,
       ASSETS_DIR: path.join(os.tmpdir(), 'imagery-test-assets'), DATA_DIR: path.join(os.tmpdir(), `imagery-metrics-${process.pid}`),
-      LOCAL_RENDERER_DELAY_MS: '50', METRICS_PORT: String(metricsPort), TEMPORAL_METRICS_PORT: String(await freePort()),
+      LOCAL_RENDERER_DELAY_MS: '50', METRICS_PORT: String(metricsPort), TEMPORAL_METRICS_PORT: String(sdkMetricsPort),
     });
     workerMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   });
@@ -214,7 +206,7 @@ describe('metrics of npm start (API and worker in one process)', function () {
 
   it('serves one registry on METRICS_PORT: the API\'s, the worker\'s, the read-model gauges and the SDK\'s, never on PORT', async () => {
     const env = testEnvironment();
-    const [port, metricsPort, sdkPort] = [await freePort(), await freePort(), await freePort()];
+    const [port, metricsPort, sdkPort] = await freePorts(3);
     const service = await startServiceProcess('all', {
       DATABASE_URL: env.databaseUrl, TEMPORAL_ADDRESS: env.temporalAddress, TEMPORAL_TASK_QUEUE: `metrics-all-${Date.now()}`,
       PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ASSETS_DIR: path.join(os.tmpdir(), 'imagery-test-assets'),
