@@ -6,9 +6,11 @@
  * requests with an API key or a dashboard session, a batch's own routes left out: api/app.ts), averaged over each
  * half second (request-seconds a second: 50 clients polling without a pause make about 50, one client polling in a
  * loop at most 1), and writes it to `interactive_demand` while it is above nothing; the rows written in the last two
- * seconds count. Jobs: the actions pending or processing that are no batch's items, each one a client waiting for
- * it, for its first two minutes (one stuck open longer holds no batch back), a thousand at most. A batch's step
- * reads the sum and, at or above BATCH_YIELD_AT (1), yields (batches/run.ts).
+ * seconds count. Jobs: the live actions pending or processing that are no batch's items, each one a client waiting
+ * for it, for its first two minutes (one stuck open longer holds no batch back), a thousand at most; a sandbox key's
+ * jobs are free drills, no customer waiting on a result, so they do not count (a `slow` drill resubmitted would hold
+ * every account's batches at a pace otherwise). A batch's step reads the sum and, at or above BATCH_YIELD_AT (1),
+ * yields (batches/run.ts).
  *
  * The demand is of requests and jobs, not of CPU: a batch's own work (its worker, and what its items cost Temporal
  * and Postgres) does not count, so a batch that fills the machine alone does not slow itself down, and an
@@ -137,8 +139,9 @@ export async function interactiveDemandOrNone(m: EntityManager): Promise<Interac
 
 /**
  * The interactive requests in flight on average across the API processes, as they wrote it in the last two seconds,
- * and the interactive jobs in progress (through the partial index `actions_open`; a batch's item is one whose action
- * `batch_items` names, through `batch_items_action`).
+ * and the live interactive jobs in progress (through the partial index `actions_open`; a batch's item is one whose
+ * action `batch_items` names, through `batch_items_action`; a sandbox account's is one whose account is `sandbox_of`
+ * another).
  */
 export async function readInteractiveDemand(m: EntityManager): Promise<InteractiveDemand> {
   const [row] = await m.query(
@@ -146,6 +149,7 @@ export async function readInteractiveDemand(m: EntityManager): Promise<Interacti
             (SELECT count(*) FROM (SELECT 1 FROM actions a
                WHERE a.status IN ('pending', 'processing') AND a.created_at > now() - interval '${JOB_COUNTS_FOR}'
                  AND NOT EXISTS (SELECT 1 FROM batch_items i WHERE i.action_id = a.id)
+                 AND NOT EXISTS (SELECT 1 FROM accounts s WHERE s.id = a.account_id AND s.sandbox_of IS NOT NULL)
                LIMIT ${MOST_JOBS}) open)::int AS jobs`,
   ) as InteractiveDemand[];
   return row;

@@ -123,28 +123,47 @@ describe('batches yield to interactive work', function () {
       }
     });
 
-    it('while an interactive job is in progress (a sandbox photo, `slow`), a batch starts one item a second', async () => {
+    it('while interactive jobs are in progress (live photos, one a second), a batch starts one item a second', async () => {
       const image = await jpegBase64(200, 200, '#3080c0');
-      const live = await newAccount(stack.db, 100);
-      const sandbox = await createKey(stack.db, live.accountId, 'ci', 'api_key_inbox', { sandbox: { sparks: 1000 } });
-      const interactive = await apiClient(stack.baseUrl, sandbox.apiKey)('POST', `${V1}/generate/photo`,
-        { images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K' }, { 'X-Sandbox-Scenario': 'slow' });
-      assert.equal(interactive.status, 200, JSON.stringify(interactive.body));
-      assert.ok((await readInteractiveDemand(stack.db.manager)).jobs >= 1, 'the photo counts while it is in progress');
+      const live = await newAccount(stack.db, 1000);
       const call = apiClient(stack.baseUrl, live.apiKey);
-      const items = [1, 2, 3].map((n) => ({ external_id: `j${n}`, type: 'photo', images: [{ data: image }], product_name: 'Vase', category_id: 'home', resolution: '1K' }));
-      const created = await call('POST', '/api/v2/batches', { items });
-      assert.equal(created.status, 202, JSON.stringify(created.body));
-      assert.equal((await stack.temporal.workflow.getHandle(batchWorkflowId(created.body.batch_id)).result()).status, 'completed');
-      assertPaced(await itemTimes(stack, created.body.batch_id));
+      const photo = async () => {
+        const answer = await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K' });
+        assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      };
+      await photo();
+      assert.ok((await readInteractiveDemand(stack.db.manager)).jobs >= 1, 'the photo counts while it is in progress');
+      // Each photo takes 1.5 s: one a second keeps one or two in progress the whole time.
+      const photos: Promise<void>[] = [];
+      const pressing = setInterval(() => photos.push(photo()), 1000);
+      try {
+        const items = [1, 2, 3].map((n) => ({ external_id: `j${n}`, type: 'photo', images: [{ data: image }], product_name: 'Vase', category_id: 'home', resolution: '1K' }));
+        const created = await call('POST', '/api/v2/batches', { items });
+        assert.equal(created.status, 202, JSON.stringify(created.body));
+        assert.equal((await stack.temporal.workflow.getHandle(batchWorkflowId(created.body.batch_id)).result()).status, 'completed');
+        assertPaced(await itemTimes(stack, created.body.batch_id));
+      } finally {
+        clearInterval(pressing);
+        await Promise.all(photos);
+      }
     });
 
-    it("with no interactive work, a batch starts a page at once, and its own items in progress are none", async function () {
+    it("with no interactive work, a batch starts a page at once: its own items in progress and a sandbox drill are none", async function () {
       this.timeout(200_000);
       // Another test's interactive job may still be in progress (it counts for two minutes at most).
       await eventually(() => readInteractiveDemand(stack.db.manager), (demand) => demand.jobs === 0 && demand.requests === 0, 150_000, 200);
       const image = await jpegBase64(200, 200, '#3080c0');
-      const { apiKey } = await newAccount(stack.db, 100);
+      const live = await newAccount(stack.db, 100);
+      // A sandbox key's `slow` photo (6 s) in progress the whole time: a free drill holds no batch back.
+      const sandbox = await createKey(stack.db, live.accountId, 'ci', 'api_key_inbox', { sandbox: { sparks: 1000 } });
+      const drill = await apiClient(stack.baseUrl, sandbox.apiKey)('POST', `${V1}/generate/photo`,
+        { images: [{ data: image }], product_name: 'Cup', category_id: 'home', resolution: '1K' }, { 'X-Sandbox-Scenario': 'slow' });
+      assert.equal(drill.status, 200, JSON.stringify(drill.body));
+      const drillEnd = () => stack.db.query(`SELECT status, completed_at AS completed FROM actions WHERE id = $1`, [drill.body.action_id])
+        .then(([row]: { status: string; completed: Date | null }[]) => row);
+      assert.ok(['pending', 'processing'].includes((await drillEnd()).status));
+      assert.equal((await readInteractiveDemand(stack.db.manager)).jobs, 0, 'the drill in progress counts none');
+      const apiKey = live.apiKey;
       const call = apiClient(stack.baseUrl, apiKey);
       const items = Array.from({ length: 12 }, (_, n) => ({ external_id: `n${n}`, type: 'photo', images: [{ data: image }], product_name: 'Vase', category_id: 'home', resolution: '1K' }));
       const created = await call('POST', '/api/v2/batches', { items });
@@ -153,6 +172,8 @@ describe('batches yield to interactive work', function () {
       assert.ok(runs[9].created < runs[0].completed, 'the first page (ten items) was accepted before its first item ended');
       // The second page's step read the demand while the first page's items (1.5 s each) were in progress.
       assert.ok(runs[11].created < runs[0].completed, `the second page too, while the batch's own items ran: ${JSON.stringify(runs)}`);
+      const { completed } = await eventually(drillEnd, (row) => row.completed !== null);
+      assert.ok(runs[11].created < completed!, 'and while the drill was in progress');
     });
   });
 });
