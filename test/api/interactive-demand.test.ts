@@ -163,8 +163,7 @@ describe('batches yield to interactive work', function () {
         .then(([row]: { status: string; completed: Date | null }[]) => row);
       assert.ok(['pending', 'processing'].includes((await drillEnd()).status));
       assert.equal((await readInteractiveDemand(stack.db.manager)).jobs, 0, 'the drill in progress counts none');
-      const apiKey = live.apiKey;
-      const call = apiClient(stack.baseUrl, apiKey);
+      const call = apiClient(stack.baseUrl, live.apiKey);
       const items = Array.from({ length: 12 }, (_, n) => ({ external_id: `n${n}`, type: 'photo', images: [{ data: image }], product_name: 'Vase', category_id: 'home', resolution: '1K' }));
       const created = await call('POST', '/api/v2/batches', { items });
       assert.equal((await stack.temporal.workflow.getHandle(batchWorkflowId(created.body.batch_id)).result()).status, 'completed');
