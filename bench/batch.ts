@@ -8,8 +8,10 @@
  * of the items are done, interactive photos one at a time (`svc.batch_photo`, POST to `completed`, against
  * `svc.batch_photo_idle` measured before the batch) and `GET /status` polls (`svc.batch_status`, against
  * `svc.batch_status_idle`). After: the longest history among the batch workflow's runs (`svc.batch_history`, events).
+ * It begins once the phases before have left no interactive demand (a batch yields to it: docs/design.md).
  */
 import { Client, Connection } from '@temporalio/client';
+import { demandOf, readInteractiveDemand } from '../src/batches/interactive-demand';
 import { batchWorkflowId } from '../src/temporal/contract';
 import { eventually, V1 } from '../test/support/fixtures';
 import { measureCpu, subjectsOf } from './cpu';
@@ -34,6 +36,11 @@ export async function measureBatch(ctx: ServiceContext, figures: Figures): Promi
   try {
     connection = await Connection.connect({ address: ctx.temporalAddress });
     const temporal = new Client({ connection, namespace: 'default' });
+    // A quiet service first: the phases before leave interactive jobs in progress (the memory phase's 1,000 videos,
+    // whose worker is gone), which a batch yields to for their first two minutes, as it yields to any.
+    const quietSince = performance.now();
+    await eventually(() => readInteractiveDemand(ctx.db.manager), (demand) => demandOf(demand) === 0, 300_000, 500);
+    process.stderr.write(`bench: the batch waited ${((performance.now() - quietSince) / 1000).toFixed(1)} s for no interactive demand\n`);
     const account = await benchAccount(ctx.db, 'bench batch');
     const headers = { Authorization: `Bearer ${account.apiKey}` };
     const photo = JSON.parse(ctx.photoBody) as { images: { data: string }[] };
