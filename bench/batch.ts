@@ -1,7 +1,8 @@
 /**
  * A catalogue batch through one API process and one batch worker (zero-cost renderer), beside a worker of the
  * interactive queues, as docs/operations.md lays out a machine shared by both: the batch worker serves only the batch
- * queue (`WORKER_QUEUES=batch`) at the lowest CPU priority (`nice -n 19`), the other one the main and `local` queues.
+ * queue (`WORKER_QUEUES=batch`) at the lowest CPU priority (`nice -n 19`) with its heap limits (`npm run
+ * start:batch-worker`: BATCH_WORKER_NODE_FLAGS), the other one the main and `local` queues.
  * N photo items sent as NDJSON (their image one upload, pinned), timed from the POST until the batch has ended
  * (`svc.batch`, items per second, with its CPU: the API and both worker processes count as the service's).
  * Meanwhile: the batch worker's RSS every half second (`svc.batch_rss`: the most over its idle RSS), and, once a tenth
@@ -11,6 +12,7 @@
  * It begins once the phases before have left no interactive demand (a batch yields to it: docs/design.md).
  */
 import { Client, Connection } from '@temporalio/client';
+import { BATCH_WORKER_NODE_FLAGS } from '../ops/cluster/service-process';
 import { demandOf, readInteractiveDemand } from '../src/batches/interactive-demand';
 import { batchWorkflowId } from '../src/temporal/contract';
 import { eventually, V1 } from '../test/support/fixtures';
@@ -30,7 +32,7 @@ export async function measureBatch(ctx: ServiceContext, figures: Figures): Promi
   const [api, interactive, worker] = await Promise.all([
     startService(ctx, 'api', 'api-batch', queue),
     startService(ctx, 'worker', 'worker-interactive', queue, { WORKER_QUEUES: 'main,local' }),
-    startService(ctx, 'worker', 'worker-batch', queue, { WORKER_QUEUES: 'batch' }, { nice: BATCH_WORKER_NICE }),
+    startService(ctx, 'worker', 'worker-batch', queue, { WORKER_QUEUES: 'batch' }, { nice: BATCH_WORKER_NICE, nodeFlags: BATCH_WORKER_NODE_FLAGS }),
   ]);
   let connection: Connection | undefined;
   try {

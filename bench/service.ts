@@ -42,7 +42,7 @@ export interface RunningService {
 
 /** One service process on its own task queue (at the CPU priority `nice`, if given); registered for cleanup. */
 export async function startService(
-  ctx: ServiceContext, mode: ServiceMode, name: string, taskQueue: string, extra: Record<string, string> = {}, options: { nice?: number } = {},
+  ctx: ServiceContext, mode: ServiceMode, name: string, taskQueue: string, extra: Record<string, string> = {}, options: { nice?: number; nodeFlags?: readonly string[] } = {},
 ): Promise<RunningService> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;

@@ -17,6 +17,17 @@ const MAIN = path.resolve(__dirname, '../../app/main.js');
  */
 export const NPM_START_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
+/**
+ * The V8 heap limits of a batch worker (package.json `start:batch-worker`, docs/operations.md; tested): semi-spaces
+ * of 4 MiB instead of 16 in both of its isolates (the main thread's and the workflow thread's), and an old
+ * generation of 512 MiB at most, under which V8 caps how far the old generation grows past what is alive before its
+ * next full collection lower than under its default limit (a quarter of the machine's memory, up to 4 GiB). A batch
+ * allocates steadily for as long as it drains: with the defaults each young generation grew to its largest and the
+ * main thread's old generation swung far above what was alive, so the RSS rose 100 to 220 MiB over idle; with these
+ * limits it rose 68 (bench/changes.md, issue 27).
+ */
+export const BATCH_WORKER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--max-old-space-size=512'];
+
 export type ServiceMode = 'all' | 'api' | 'worker';
 
 export interface ServiceProcess {
@@ -36,9 +47,10 @@ const READY_TIMEOUT_MS = 120_000;
  * machine they share with interactive work.
  */
 export async function startServiceProcess(
-  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string; nice?: number } = {},
+  mode: ServiceMode, env: Record<string, string>, options: { logFile?: string; nice?: number; nodeFlags?: readonly string[] } = {},
 ): Promise<ServiceProcess> {
-  const command = options.nice === undefined ? [process.execPath, MAIN, mode] : ['nice', '-n', String(options.nice), process.execPath, MAIN, mode];
+  const node = [process.execPath, ...(options.nodeFlags ?? []), MAIN, mode];
+  const command = options.nice === undefined ? node : ['nice', '-n', String(options.nice), ...node];
   const child = spawn(command[0], command.slice(1), { env: { ...NPM_START_ENV, ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   if (options.logFile) {
