@@ -11,7 +11,8 @@ import { stopChild } from '../tools/tool-process';
 const MAIN = path.resolve(__dirname, '../../app/main.js');
 
 /**
- * What the npm scripts set before they run the service (package.json `start`, `start:api`, `start:worker`; tested),
+ * What the npm scripts set before they run the service (package.json `start`, `start:api`, `start:worker`,
+ * `start:batch-worker`; tested),
  * given to every process started here as well unless the environment sets it: glibc's malloc arenas (see
  * docs/configuration.md), so that the cluster, the benchmark and the fault suite run the service as `npm start` does.
  */
@@ -24,7 +25,8 @@ export const NPM_START_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MA
  * next full collection lower than under its default limit (a quarter of the machine's memory, up to 4 GiB). A batch
  * allocates steadily for as long as it drains: with the defaults each young generation grew to its largest and the
  * main thread's old generation swung far above what was alive, so the RSS rose 100 to 220 MiB over idle; with these
- * limits it rose 68 (bench/changes.md, issue 27).
+ * limits it rose 67-84, at 0.6-2.3 ms more CPU an item (bench/changes.md, issue 27). Never read from the environment
+ * or the configuration: node flags such as `--require` run code.
  */
 export const BATCH_WORKER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--max-old-space-size=512'];
 

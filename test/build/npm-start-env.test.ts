@@ -27,9 +27,8 @@ describe("npm start's variables", () => {
       const { heap_size_limit: main } = require('node:v8').getHeapStatistics();
       new (require('node:worker_threads').Worker)("require('node:worker_threads').parentPort.postMessage(require('node:v8').getHeapStatistics().heap_size_limit)", { eval: true })
         .once('message', (thread) => process.stdout.write(JSON.stringify({ main, thread })));
-    `], { encoding: 'utf8' }));
+    `], { encoding: 'utf8', timeout: 30_000 }));
     const MiB = 1024 * 1024;
     assert.deepEqual(limits(BATCH_WORKER_NODE_FLAGS), { main: (512 + 3 * 4) * MiB, thread: (512 + 3 * 4) * MiB }, 'in the workflow thread too');
-    assert.ok(limits([]).main > (512 + 3 * 4) * MiB, 'larger without them');
   });
 });
