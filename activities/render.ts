@@ -10,6 +10,8 @@ import type { Action } from '../src/db/entities';
 import { loadAction } from '../src/actions/store';
 import type { ActionProduct } from '../src/db/entities/action';
 import type { ParamsByProduct } from '../src/actions/params';
+import { holdsInputKey } from '../src/generation/images';
+import { knownWhole } from '../src/providers/inputs';
 import { ProviderError, RenderedAsset, VideoProgress } from '../src/providers/provider';
 import { FAILURE_TYPES, TIMEOUTS } from '../src/temporal/contract';
 import { databaseAway } from '../src/db/sql';
@@ -116,8 +118,18 @@ type Renderers = {
 };
 
 export function createGenerateAssetActivities({ db, store, providers, secrets }: ActivityDeps) {
+  /**
+   * Reads the inputs of an action's params; those decoded whole on arrival (`wholeInputs`) are `knownWhole` when
+   * the bytes read are still the ones stored under their key (content-addressed: a file changed since is decoded).
+   */
+  const reader = (p: { wholeInputs?: string[] }) => {
+    const read = async (key: string) => {
+      const bytes = await store.read(key);
+      return p.wholeInputs?.includes(key) && holdsInputKey(key, bytes) ? knownWhole(bytes) : bytes;
+    };
+    return { read, readOptional: (key: string | undefined) => (key ? read(key) : Promise.resolve(undefined)) };
+  };
   const read = (key: string) => store.read(key);
-  const readOptional = (key: string | undefined) => (key ? store.read(key) : Promise.resolve(undefined));
   const loaded = async <T>(inputs: Promise<T>, started: () => Promise<void>): Promise<T> => {
     const value = await inputs;
     await started();
@@ -129,14 +141,17 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
 
   const render: Renderers = {
     photo: async (p, signal, started, { image }) => {
+      const { read } = reader(p);
       const images = await loaded(Promise.all(p.inputs.map(read)), started);
       return timed(image, 'render_photo', () => image.renderPhoto({ ...p, images }, signal));
     },
     card: async (p, signal, started, { image }) => {
+      const { read, readOptional } = reader(p);
       const [images, designReference] = await loaded(Promise.all([Promise.all(p.inputs.map(read)), readOptional(p.designReference)]), started);
       return timed(image, 'render_card', () => image.renderCard({ ...p, images, designReference }, signal));
     },
     video: async (p, signal, started, { video }) => {
+      const { read, readOptional } = reader(p);
       const [input, finalFrame] = await loaded(Promise.all([read(p.input), readOptional(p.finalFrame)]), started);
       return renderedVideo(await timed(video, 'start_video', () => video.startVideo({ ...p, image: input, finalFrame }, signal)));
     },
@@ -169,6 +184,7 @@ export function createGenerateAssetActivities({ db, store, providers, secrets }:
 
   const videoJob = async (action: Action) => {
     const p = action.params as unknown as ParamsByProduct['video'];
+    const { read, readOptional } = reader(p);
     return { ...p, image: await read(p.input), finalFrame: await readOptional(p.finalFrame) };
   };
   /** `key` when it names a stored result of this action (what a heartbeat carried), else undefined. */

@@ -156,6 +156,20 @@ export function inputKeys(images: CheckedImage[]): string[] {
   return images.map((image) => image.storedKey ?? inputKey(image));
 }
 
+/** Whether `bytes` are what the input `key` was stored as (keys are content-addressed: `inputKey`). */
+export function holdsInputKey(key: string, bytes: Buffer): boolean {
+  return key.startsWith(`inputs/${createHash('sha256').update(bytes).digest('hex')}.`);
+}
+
+/**
+ * The params' `wholeInputs` (src/actions/params.ts) of these images: the keys of those decoded whole on arrival,
+ * which the worker does not decode again; nothing when there are none.
+ */
+export function wholeInputs(images: CheckedImage[]): { wholeInputs?: string[] } {
+  const keys = inputKeys(images.filter((image) => image.decoded));
+  return keys.length > 0 ? { wholeInputs: [...new Set(keys)] } : {};
+}
+
 /**
  * Stores the images that are not stored yet, under their `inputKeys`. Called once the action and its hold are
  * committed, so that a refused request (402, a conflict) leaves nothing on disk.

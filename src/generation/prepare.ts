@@ -15,7 +15,7 @@ import type { PhotoJob } from '../providers/provider';
 import type { Caller, Services } from '../services';
 import { analyzeProduct } from './ask-text-provider';
 import { categoryOfConcept, findCategory } from './catalogue';
-import { type CheckedImage, decodeUnread, type ImageInput, imageReader, inputKeys, type PixelCheck } from './images';
+import { type CheckedImage, decodeUnread, type ImageInput, imageReader, inputKeys, type PixelCheck, wholeInputs } from './images';
 
 /** A photo as the contract orders it (v1 `generate/photo`, v2 `generation.execute`). */
 export interface PhotoOrder {
@@ -129,7 +129,7 @@ export function generationPreparation(services: Pick<Services, 'db' | 'providers
     const found = await detect(caller, images, locale, body, undefined);
     const price = priceOf(await readPriceList(db), { product: 'photo', resolution: body.resolution });
     const params: PhotoParams = {
-      inputs: inputKeys(images), productName: found.productName, categoryId: found.categoryId,
+      inputs: inputKeys(images), ...wholeInputs(images), productName: found.productName, categoryId: found.categoryId,
       conceptId: found.conceptId, locale, photoStyle: body.photo_style, aspectRatio: body.aspect_ratio,
       resolution: body.resolution, comment: body.comment,
     };
@@ -144,7 +144,7 @@ export function generationPreparation(services: Pick<Services, 'db' | 'providers
       ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId, 'header') : undefined;
     const found = await detect(caller, images, locale, body, body.concept_id, body.user_text === undefined);
     const params: CardParams = {
-      inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0],
+      inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0], ...wholeInputs(reference ? [...images, reference] : images),
       productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
       userText: body.user_text ?? found.qualities!.join('\n'), style: body.style,
       designKey: body.style === 'infographic' ? body.design_key : undefined,
@@ -166,7 +166,7 @@ export function generationPreparation(services: Pick<Services, 'db' | 'providers
     }
     const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
     const params: VideoParams = {
-      input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], scenario: body.scenario,
+      input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], ...wholeInputs(final ? [image, final] : [image]), scenario: body.scenario,
       durationSec: body.duration_sec, loopMode: body.loop_mode, cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
     };
     const price = priceOf(await readPriceList(db), { product: 'video', durationSec: body.duration_sec });

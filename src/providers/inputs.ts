@@ -15,10 +15,25 @@ import { ProviderError } from './provider';
  */
 const decodes = pLimit(Math.max(1, os.availableParallelism() - 1));
 
-/** Proves each input whole in turn (absent optional inputs, such as a card's design reference, are skipped). */
+/** Inputs known whole already (`knownWhole`): not decoded again. */
+const whole = new WeakSet<Buffer>();
+
+/**
+ * Marks an input read from the store as whole: its every pixel was decoded before its action was accepted (an
+ * upload's, decoded when it was uploaded: the params' `wholeInputs`), so `requireDecodable` passes it as it is.
+ */
+export function knownWhole(image: Buffer): Buffer {
+  whole.add(image);
+  return image;
+}
+
+/**
+ * Proves each input whole in turn (absent optional inputs, such as a card's design reference, are skipped, and so
+ * are those `knownWhole`).
+ */
 export async function requireDecodable(images: (Buffer | undefined)[]): Promise<void> {
   for (const image of images) {
-    if (!image) continue;
+    if (!image || whole.has(image)) continue;
     await decodes(() => decodableImage(image)).catch((err: Error) => {
       throw new ProviderError(`The image ${err.message}`, 'invalid_image', false);
     });

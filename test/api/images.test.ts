@@ -483,6 +483,30 @@ describe('image inputs over HTTP', function () {
     });
   });
 
+  it('an upload, decoded on arrival, is listed whole in its action\'s params (the worker does not decode it again); an image read by its header is not', async () => {
+    const call = apiClient(stack.baseUrl, (await newAccount(stack.db, 50)).apiKey);
+    const uploaded = await noiseImage('jpeg');
+    const { upload_id: uploadId } = (await call('POST', `${V1}/upload`, { image: { data: uploaded.toString('base64') } })).body;
+    const sent = await noiseImage('jpeg');
+    const named = { product_name: 'Bag', category_id: 'wearables' };
+    const photo = await call('POST', `${V1}/generate/photo`, { images: [{ data: uploadId }, { data: sent.toString('base64') }], ...named });
+    const card = await call('POST', `${V1}/generate/card`, { images: [{ data: sent.toString('base64') }], design_reference_image: { data: uploadId }, ...named, user_text: 'Soft' });
+    const video = await call('POST', `${V1}/generate/video`, { image: { data: uploadId }, scenario: 'slow turn' });
+    const params = async (res: { status: number; body: { action_id: number } }) => {
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (await stack.db.query('SELECT params FROM actions WHERE id = $1', [res.body.action_id]))[0].params as { wholeInputs?: string[] };
+    };
+    const key = inputKey({ bytes: uploaded, format: 'jpeg' });
+    assert.deepEqual((await params(photo)).wholeInputs, [key]);
+    assert.deepEqual((await params(card)).wholeInputs, [key]);
+    assert.deepEqual((await params(video)).wholeInputs, [key]);
+    const plain = await call('POST', `${V1}/generate/photo`, { images: [{ data: sent.toString('base64') }], ...named });
+    assert.equal((await params(plain)).wholeInputs, undefined);
+    for (const res of [photo, card, video, plain]) {
+      assert.equal((await stack.temporal.workflow.getHandle(actionWorkflowId(res.body.action_id)).result()).status, 'completed');
+    }
+  });
+
   describe('storing inputs', () => {
     const stored = async (bytes: Buffer) => (await stack.store.open(inputKey({ bytes, format: 'jpeg' }))) !== undefined;
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { knownWhole } from '../../src/providers/inputs';
 import { LocalRenderer } from '../../src/providers/local-renderer';
 import { type PhotoJob, ProviderError } from '../../src/providers/provider';
 import { noiseImage, truncatedImage } from '../support/fixtures';
@@ -24,5 +25,13 @@ describe('the local renderer proves its inputs whole', () => {
       }
       assert.ok((await renderer.renderPhoto(job([good, good]))).bytes.length > 0, `${cost}: whole inputs render`);
     }
+  });
+
+  it('does not decode again an input known whole (an upload\'s, decoded on arrival), in the zero-cost mode', async () => {
+    const good = await noiseImage('jpeg');
+    // Marked whole (what the render's reader does only for bytes that still hash to their upload's key), the
+    // damaged bytes pass unread: the mark is what spares the decode.
+    const marked = knownWhole(truncatedImage(await noiseImage('png')));
+    assert.ok((await new LocalRenderer({ cost: 'zero' }).renderPhoto(job([good, marked]))).bytes.length > 0);
   });
 });
