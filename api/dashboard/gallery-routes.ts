@@ -57,7 +57,7 @@ export function galleryRoutes({ db, signer, liveEvents }: ApiServices): Route[] 
     const [timeline, versions] = await Promise.all([actionTimeline(db, a.id, TIMELINE_LIMIT), cardVersions(db, a.cardId, VERSIONS_LIMIT)]);
     const asOf = new Date(Math.floor(Date.now() / URL_EPOCH_MS) * URL_EPOCH_MS);
     const result = a.status === 'completed' && a.assetPath ? signer.url(a.assetPath, undefined, asOf).url : null;
-    const { inputs: _inputs, source: _source, input: _input, finalFrame: _finalFrame, designReference: _design, ...parameters } = a.params;
+    const { inputs: _inputs, source: _source, input: _input, finalFrame: _finalFrame, designReference: _design, wholeInputs: _whole, ...parameters } = a.params;
     return {
       id: a.id, type: a.type, status: a.status, card_id: a.cardId, project_id: a.projectId, parent_action_id: a.parentActionId, depth: a.depth,
       parameters, error_message: a.errorMessage, result_url: result, result_kind: a.product === 'video' ? 'video' : 'image',

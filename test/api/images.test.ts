@@ -472,6 +472,15 @@ describe('image inputs over HTTP', function () {
       const renders = stepsOf((await handle.fetchHistory()).events!).filter((step) => step.type === 'generateAsset');
       assert.deepEqual(renders.map((step) => step.attempt), [1], 'tried once');
 
+      // An upload is listed whole in its params (decoded on arrival), but its stored bytes no longer hash to its
+      // key: decoded again, found damaged, even as a photo the local renderer only carries (it decodes the one it shows).
+      const carried = (await call('POST', `${V1}/generate/photo`, {
+        images: [{ data: (await noiseImage('jpeg')).toString('base64') }, { data: await damagedUpload(call) }], product_name: 'Bag', category_id: 'wearables',
+      })).body;
+      const carriedOutcome = await stack.temporal.workflow.getHandle(actionWorkflowId(carried.action_id)).result();
+      assert.equal(carriedOutcome.status, 'failed', 'a changed upload carried as the second photo');
+      assert.match((carriedOutcome as { error: string }).error, /^The image cannot be decoded/);
+
       const job = (await call('POST', '/api/v2/jobs/generate', { images: [{ data: await damagedUpload(call) }], product_name: 'Bag', category_id: 'wearables' })).body;
       assert.equal((await stack.temporal.workflow.getHandle(jobWorkflowId(job.job_id)).result()).status, 'failed');
       const done = (await call('GET', job.status_url)).body;

@@ -24,7 +24,9 @@ describe('dashboard gallery and action detail', function () {
   it('lists photos and edits with thumbnails, newest first, page by page; an edit\'s detail has its parameters, money, versions and timeline', async () => {
     const { browser, apiKey } = await signedInUser(stack.baseUrl, stack.db);
     const call = apiClient(stack.baseUrl, apiKey!);
-    const photo = (await call('POST', `${V1}/generate/photo`, { images: [{ data: image }], product_name: 'Kettle', category_id: 'home', resolution: '1K' })).body;
+    // From an upload: its params list its stored key as decoded on arrival (`wholeInputs`), which the detail hides too.
+    const { upload_id: uploadId } = (await call('POST', `${V1}/upload`, { image: { data: image } })).body;
+    const photo = (await call('POST', `${V1}/generate/photo`, { images: [{ data: uploadId }], product_name: 'Kettle', category_id: 'home', resolution: '1K' })).body;
     await finished(photo.action_id);
     const edit = (await call('POST', `${V1}/edit/${photo.action_id}`, { instruction: 'on a marble table' })).body;
     await finished(edit.action_id);
@@ -44,6 +46,9 @@ describe('dashboard gallery and action detail', function () {
     const detail = (await browser.call('GET', `/actions/${edit.action_id}`)).body;
     assert.equal(detail.parameters.instruction, 'on a marble table');
     assert.ok(!('source' in detail.parameters) && !('inputs' in detail.parameters), 'no stored input keys');
+    const photoDetail = (await browser.call('GET', `/actions/${photo.action_id}`)).body;
+    assert.equal(photoDetail.parameters.product_name ?? photoDetail.parameters.productName, 'Kettle');
+    assert.doesNotMatch(JSON.stringify(photoDetail.parameters), /inputs\//, 'no stored input keys in a photo\'s parameters');
     assert.deepEqual([detail.status, detail.held, detail.charged > 0, detail.charged], ['completed', 0, true, detail.price]);
     assert.equal((await fetch(detail.result_url)).status, 200);
     assert.deepEqual(detail.versions.map((v: { id: number; depth: number; instruction: string | null }) => [v.id, v.depth, v.instruction]),
