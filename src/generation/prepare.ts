@@ -143,15 +143,16 @@ export function generationPreparation(services: Pick<Services, 'db' | 'providers
     const reference = body.design_reference_image
       ? await readImage(body.design_reference_image, 'design_reference_image', caller.accountId, 'header') : undefined;
     const found = await detect(caller, images, locale, body, body.concept_id, body.user_text === undefined);
+    const all = reference ? [...images, reference] : images;
     const params: CardParams = {
-      inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0], ...wholeInputs(reference ? [...images, reference] : images),
+      inputs: inputKeys(images), designReference: reference && inputKeys([reference])[0], ...wholeInputs(all),
       productName: found.productName, categoryId: found.categoryId, conceptId: found.conceptId,
       userText: body.user_text ?? found.qualities!.join('\n'), style: body.style,
       designKey: body.style === 'infographic' ? body.design_key : undefined,
       creativity: body.style === 'infographic' ? body.creativity : 0, aspectRatio: body.aspect_ratio, locale,
     };
     const price = priceOf(await readPriceList(db), { product: 'card' });
-    return { found, price, params, images: reference ? [...images, reference] : images };
+    return { found, price, params, images: all };
   }
 
   /**
@@ -165,12 +166,13 @@ export function generationPreparation(services: Pick<Services, 'db' | 'providers
       throw new AppError(400, 'image_too_small', `image is ${image.width}x${image.height}; a video needs at least ${MIN_VIDEO_SIDE}x${MIN_VIDEO_SIDE}`);
     }
     const final = body.final_frame && !body.loop_mode ? await readImage(body.final_frame, 'final_frame', caller.accountId) : undefined;
+    const all = final ? [image, final] : [image];
     const params: VideoParams = {
-      input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], ...wholeInputs(final ? [image, final] : [image]), scenario: body.scenario,
+      input: inputKeys([image])[0], finalFrame: final && inputKeys([final])[0], ...wholeInputs(all), scenario: body.scenario,
       durationSec: body.duration_sec, loopMode: body.loop_mode, cardMode: body.card_mode, aspectRatio: body.aspect_ratio,
     };
     const price = priceOf(await readPriceList(db), { product: 'video', durationSec: body.duration_sec });
-    return { price, params, images: final ? [image, final] : [image] };
+    return { price, params, images: all };
   }
 
   return { readImage, readImages, detect, newCard, preparePhoto, prepareCard, prepareVideo };
